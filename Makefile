@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Set up and run the resumable example end to end on a generated demo corpus.
+demo: $(STAMP)
+	$(BIN)/python examples/resume_demo.py --workdir demo-run --files 12 --delay 0.5
+
+## Set up and run the lint checks, the layering contract and the test suite.
+test: $(STAMP)
+	$(BIN)/ruff check curator executors flows tests bench examples
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -ra
+
+lint: $(STAMP)
+	$(BIN)/ruff check curator executors flows tests bench examples
+	$(BIN)/lint-imports
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) demo-run .pytest_cache

@@ -1,0 +1,124 @@
+"""The source stage: turn a glob, a directory or a list of paths into source partitions."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from curator.errors import CuratorError
+from curator.stages import ProcessingStage
+from curator.tasks import EmptyTask, FileGroupTask
+
+JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".zst")
+PARQUET_EXTENSIONS = (".parquet", ".pq")
+
+PathSpec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def _matches(path: str, extensions: Sequence[str]) -> bool:
+    name = path.lower()
+    for comp in ("", *COMPRESSED_SUFFIXES):
+        if any(name.endswith(ext + comp) for ext in extensions):
+            return True
+    return False
+
+
+def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None) -> list[str]:
+    """Expand a recursive glob, a directory or a list into sorted, unique file paths."""
+    items = [spec] if isinstance(spec, str | os.PathLike) else list(spec)
+    found: set[str] = set()
+    for item in items:
+        text = os.fspath(item)
+        if os.path.isdir(text):
+            for root, _dirs, files in os.walk(text):
+                for name in files:
+                    path = os.path.join(root, name)
+                    if extensions is None or _matches(path, extensions):
+                        found.add(os.path.abspath(path))
+        elif glob.has_magic(text):
+            for path in glob.glob(text, recursive=True):
+                if os.path.isfile(path) and (extensions is None or _matches(path, extensions)):
+                    found.add(os.path.abspath(path))
+        elif os.path.isfile(text):
+            found.add(os.path.abspath(text))
+    return sorted(found)
+
+
+def parse_size(value: int | str | None) -> int | None:
+    """``"64MB"``, ``"1GiB"``, ``1048576`` -> bytes."""
+    if value is None or isinstance(value, int):
+        return value
+    text = value.strip().upper().replace(" ", "")
+    units = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "KB": 1000, "MB": 1000**2,
+             "GB": 1000**3, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "B": 1}
+    for unit, factor in units.items():
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    return int(text)
+
+
+@dataclass
+class FilePartitioningStage(ProcessingStage[EmptyTask, FileGroupTask]):
+    """Plan source partitions over input files.
+
+    - ``files_per_partition``: group this many files per partition (sorted order);
+    - ``blocksize`` (bytes or ``"64MB"``): group small files up to this size, and split
+      an uncompressed JSONL file larger than it into byte-range partitions, so one huge
+      file still parallelises. A line belongs to the range holding its first byte.
+    With neither, every file is its own partition.
+    """
+
+    file_paths: PathSpec = ""
+    files_per_partition: int | None = None
+    blocksize: int | str | None = None
+    file_extensions: Sequence[str] | None = JSONL_EXTENSIONS
+    split_files: bool = True
+    name: str = "file_partitioning"
+
+    def process(self, task: EmptyTask) -> list[FileGroupTask]:
+        files = resolve_input_files(self.file_paths, self.file_extensions)
+        if not files:
+            raise CuratorError(
+                "input_matched_no_files", f"no input files match {self.file_paths!r}"
+            )
+        block = parse_size(self.blocksize)
+        groups: list[FileGroupTask] = []
+        if self.files_per_partition:
+            n = self.files_per_partition
+            groups = [FileGroupTask(data=files[i : i + n]) for i in range(0, len(files), n)]
+        elif block:
+            current: list[str] = []
+            current_bytes = 0
+            for path in files:
+                size = os.path.getsize(path)
+                if self.split_files and size > block and _splittable(path):
+                    for start in range(0, size, block):
+                        groups.append(
+                            FileGroupTask(
+                                data=[path],
+                                _metadata={"byte_range": (start, min(start + block, size))},
+                            )
+                        )
+                    continue
+                if current and current_bytes + size > block:
+                    groups.append(FileGroupTask(data=current))
+                    current, current_bytes = [], 0
+                current.append(path)
+                current_bytes += size
+            if current:
+                groups.append(FileGroupTask(data=current))
+        else:
+            groups = [FileGroupTask(data=[path]) for path in files]
+        for group in groups:
+            group.dataset_name = Path(group.data[0]).parent.name
+            group._metadata.setdefault("source_files", list(group.data))
+        return groups
+
+
+def _splittable(path: str) -> bool:
+    lower = path.lower()
+    return not lower.endswith(COMPRESSED_SUFFIXES) and _matches(path, JSONL_EXTENSIONS)

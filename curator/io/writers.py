@@ -1,0 +1,102 @@
+"""Idempotent writers: output named from the source id, temp file, rename into place."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from curator.stages import ProcessingStage
+from curator.tasks import DocumentBatch, FileGroupTask
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
+
+
+def safe_name(text: str, max_len: int = 120) -> str:
+    """A file-name-safe form of an untrusted string: no separators, no leading dots."""
+    cleaned = _UNSAFE.sub("-", text).strip(".-")[:max_len]
+    return cleaned or "unnamed"
+
+
+def output_stem(task: DocumentBatch | FileGroupTask) -> str:
+    """``<source id>`` for a 1:1 chain, ``<source id>-<i>-...`` below a fan-out."""
+    parts = task.task_id.split("_")
+    sid = task.source_id
+    if sid and sid in parts[1:]:
+        rest = parts[parts.index(sid, 1) + 1 :]
+        stem = sid if all(p == "0" for p in rest) else "-".join([sid, *rest])
+    else:
+        stem = "-".join(parts[1:]) or "part"
+    return safe_name(stem)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` to a hidden temp file beside ``path``, fsync, and rename into place."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with open(tmp, "wb") as f:
+        f.write(payload)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return target
+
+
+def _clear_stale_temps(target: Path) -> None:
+    for stale in target.parent.glob(f".{target.name}.tmp-*"):
+        stale.unlink(missing_ok=True)
+
+
+@dataclass
+class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
+    """Write each batch to ``<path>/<stem>.jsonl``; a replay overwrites, never appends."""
+
+    path: str | os.PathLike[str] = "."
+    fields: list[str] | None = None
+    name: str = "jsonl_writer"
+
+    def process(self, task: DocumentBatch) -> FileGroupTask:
+        df = task.to_polars()
+        if self.fields is not None:
+            df = df.select(self.fields)
+        target = Path(self.path) / f"{output_stem(task)}.jsonl"
+        _clear_stale_temps(target)
+        buf = io.BytesIO()
+        if df.height:
+            df.write_ndjson(buf)
+        write_atomic(target, buf.getvalue())
+        self.stat_update("rows_written", df.height)
+        return FileGroupTask(
+            dataset_name=task.dataset_name,
+            data=[str(target)],
+            _metadata={**task._metadata, "rows": df.height},
+        )
+
+
+@dataclass
+class ParquetWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
+    """Write each batch to ``<path>/<stem>.parquet`` atomically."""
+
+    path: str | os.PathLike[str] = "."
+    compression: str = "snappy"
+    name: str = "parquet_writer"
+
+    def process(self, task: DocumentBatch) -> FileGroupTask:
+        table = task.to_arrow()
+        target = Path(self.path) / f"{output_stem(task)}.parquet"
+        _clear_stale_temps(target)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression=self.compression)
+        write_atomic(target, buf.getvalue())
+        self.stat_update("rows_written", table.num_rows)
+        return FileGroupTask(
+            dataset_name=task.dataset_name,
+            data=[str(target)],
+            _metadata={**task._metadata, "rows": table.num_rows},
+        )

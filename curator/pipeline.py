@@ -1,0 +1,354 @@
+"""The pipeline: stages in order, run on an executor, optionally checkpointed.
+
+``run()`` is one straight line: build and validate the chain -> open the
+checkpoint -> run the stages up to the source in this process -> drop source
+partitions already complete -> hand the rest to the executor, one unit per
+partition -> apply each unit's completion events as it returns -> merge the
+statistics of every completed partition from disk.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curator.adapter import StageAdapter
+from curator.checkpoint import DEFAULT_MAP_SIZE, CheckpointStore
+from curator.completion import CompletionTracker
+from curator.errors import CuratorError
+from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
+from curator.stages import CompositeStage, ProcessingStage
+from curator.tasks import EmptyTask, Task
+
+log = logging.getLogger("curator.pipeline")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Sent to ``on_progress`` after each source partition returns."""
+
+    done: int
+    total: int
+    source_id: str
+    completed: bool
+    items: int = 0
+
+
+@dataclass
+class PipelineResult:
+    """What a run did. ``stats`` covers every completed partition, earlier runs included."""
+
+    tasks: list[Task]
+    sources_total: int
+    sources_skipped: int
+    sources_completed: int
+    sources_pending: list[str]
+    stats: dict[str, float]
+    checkpoint_file: Path | None = None
+    seconds: float = 0.0
+    perf: dict[str, float] = field(default_factory=dict)
+
+    def __iter__(self):  # convenient: ``for task in pipeline.run(...)``
+        return iter(self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+
+def merge_stats(per_source: Iterable[dict[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for stats in per_source:
+        for key, value in stats.items():
+            total[key] = total.get(key, 0) + value
+    return dict(sorted(total.items()))
+
+
+class _Interrupts:
+    """SIGINT/SIGTERM in the driver: the first drains, the second abandons."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.count = 0
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.signum = self.signum or signum
+        self.count += 1
+        name = signal.Signals(signum).name
+        if self.count == 1:
+            log.warning("%s received: starting no new partitions, waiting for running ones "
+                        "(send it again to stop at once)", name)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+class Pipeline:
+    """An ordered list of stages."""
+
+    def __init__(
+        self, name: str, stages: list[ProcessingStage] | None = None, description: str = ""
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.stages: list[ProcessingStage] = list(stages or [])
+
+    def add_stage(self, stage: ProcessingStage) -> Pipeline:
+        self.stages.append(stage)
+        return self
+
+    # -- build --------------------------------------------------------------------
+    def build(self) -> tuple[list[ProcessingStage], int, int]:
+        """Decompose composite stages; return the stages and the source and sink indices."""
+        stages: list[ProcessingStage] = []
+        for stage in self.stages:
+            stages.extend(_decompose(stage))
+        if not stages:
+            raise CuratorError("invalid_pipeline", f"pipeline {self.name!r} has no stages")
+        sources = [i for i, s in enumerate(stages) if s.is_source_stage]
+        sinks = [i for i, s in enumerate(stages) if s.is_sink_stage]
+        if len(sources) > 1 or len(sinks) > 1:
+            which = "source" if len(sources) > 1 else "sink"
+            names = [stages[i].stage_name for i in (sources if which == "source" else sinks)]
+            raise CuratorError(
+                "invalid_pipeline", f"more than one stage is marked as the {which}: {names}"
+            )
+        source = sources[0] if sources else 0
+        sink = sinks[0] if sinks else len(stages) - 1
+        if sink < source:
+            raise CuratorError(
+                "invalid_pipeline",
+                f"the sink {stages[sink].stage_name} comes before the source "
+                f"{stages[source].stage_name}",
+            )
+        return stages, source, sink
+
+    # -- run ----------------------------------------------------------------------
+    def run(
+        self,
+        executor: Executor | None = None,
+        initial_tasks: list[Task] | None = None,
+        checkpoint_path: str | os.PathLike[str] | None = None,
+        *,
+        map_size: int = DEFAULT_MAP_SIZE,
+        writer_id: str | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> PipelineResult:
+        started = time.perf_counter()
+        stages, src, sink = self.build()
+        if checkpoint_path is not None:
+            refused = [s.stage_name for s in stages if not s.is_resumable]
+            if refused:
+                raise CuratorError(
+                    "non_resumable_stage",
+                    f"pipeline {self.name!r} is run with checkpoint_path but these stages "
+                    f"are not resumable: {', '.join(refused)}. Run without checkpoint_path.",
+                )
+        executor = executor or InlineExecutor()
+        adapters = [
+            StageAdapter(s, is_source=i == src, is_sink=i == sink, tracked=src <= i <= sink)
+            for i, s in enumerate(stages)
+        ]
+        store = (
+            CheckpointStore(checkpoint_path, writer_id=writer_id, map_size=map_size)
+            if checkpoint_path is not None
+            else None
+        )
+        try:
+            return self._run(executor, adapters, src, initial_tasks, store, on_progress, started)
+        finally:
+            if store is not None:
+                store.close()
+
+    def _run(
+        self,
+        executor: Executor,
+        adapters: list[StageAdapter],
+        src: int,
+        initial_tasks: list[Task] | None,
+        store: CheckpointStore | None,
+        on_progress: Callable[[Progress], None] | None,
+        started: float,
+    ) -> PipelineResult:
+        tracker = CompletionTracker(store)
+        sources, early_tasks = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
+        total = len(sources) + len(early_tasks)
+        pending = [t for t in sources if not tracker.is_completed(t.source_id or "")]
+        skipped = len(sources) - len(pending)
+        if store is not None:
+            log.info(
+                "%s: %d source partitions: %d pending, %d skipped as complete (checkpoint %s)",
+                self.name, len(sources), len(pending), skipped, store.root,
+            )
+        else:
+            log.info("%s: %d source partitions", self.name, len(sources))
+
+        results: list[Task] = list(early_tasks)
+        this_run: dict[str, dict[str, float]] = {}
+        perf: dict[str, float] = {}
+        failures: list[tuple[str, BaseException]] = []
+        unfinished: list[str] = []
+        done = 0
+        chain = WorkerChain.from_adapters(uuid.uuid4().hex, adapters[src + 1 :])
+        queue = list(reversed(pending))
+        inflight: dict[cf.Future[UnitResult], Task] = {}
+        abandon = False
+        executor.start(chain)
+        try:
+            with _Interrupts() as interrupts:
+                while queue or inflight:
+                    while queue and len(inflight) < executor.capacity and not (
+                        interrupts.signum or failures
+                    ):
+                        task = queue.pop()
+                        tracker.open(task.source_id or "", task.task_id)
+                        inflight[executor.submit(task)] = task
+                    if not inflight:
+                        break
+                    finished, _ = cf.wait(inflight, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+                    for future in finished:
+                        task = inflight.pop(future)
+                        sid = task.source_id or ""
+                        try:
+                            unit = future.result()
+                        except BaseException as exc:  # noqa: BLE001 - reported after the drain
+                            log.error("%s: source partition %s failed: %s", self.name, sid, exc)
+                            failures.append((sid, exc))
+                            tracker.release(sid)
+                            unfinished.append(sid)
+                            continue
+                        completed = sid in tracker.apply(unit.events, {sid: unit.stats})
+                        if completed:
+                            this_run[sid] = unit.stats
+                        else:
+                            tracker.release(sid)
+                            unfinished.append(sid)
+                        results.extend(unit.tasks)
+                        for name, secs in unit.perf.items():
+                            perf[name] = perf.get(name, 0.0) + secs
+                        done += 1
+                        if on_progress is not None:
+                            on_progress(
+                                Progress(done, len(pending), sid, completed,
+                                         sum(t.num_items for t in unit.tasks))
+                            )
+                    if interrupts.count >= 2:
+                        abandon = True
+                        break
+        finally:
+            executor.stop(abandon=abandon)
+
+        unfinished.extend(t.source_id or "" for t in queue)
+        unfinished.extend(t.source_id or "" for t in inflight.values())
+        stats = merge_stats(store.refreshed_stats().values() if store else this_run.values())
+        result = PipelineResult(
+            tasks=results,
+            sources_total=total,
+            sources_skipped=skipped,
+            sources_completed=len(this_run),
+            sources_pending=sorted(unfinished),
+            stats=stats,
+            checkpoint_file=store.path if store else None,
+            seconds=time.perf_counter() - started,
+            perf=perf,
+        )
+        self._raise_if_stopped(interrupts.signum, failures, result, store)
+        log.info(
+            "%s: %d partitions completed in this run, %d skipped, %d pending, %.1fs",
+            self.name, result.sources_completed, skipped, len(result.sources_pending),
+            result.seconds,
+        )
+        return result
+
+    def _plan_sources(
+        self,
+        adapters: list[StageAdapter],
+        initial_tasks: list[Task] | None,
+        tracker: CompletionTracker,
+    ) -> tuple[list[Task], list[Task]]:
+        """Run the stages up to and including the source here, in the driver.
+
+        Returns the source partitions to hand out, and any tasks the source stage
+        already consumed as the sink (a single-stage pipeline).
+        """
+        if initial_tasks is None:
+            tasks: list[Task] = [EmptyTask()]
+        else:
+            tasks = list(initial_tasks)
+            for i, task in enumerate(tasks):  # positional root ids, deliberately not hashed
+                task._task_id = f"0_{i}"
+        for adapter in adapters:
+            adapter.stage.setup()
+            try:
+                size = len(tasks) if adapter.is_source else max(1, adapter.stage.batch_size)
+                out: list[Task] = []
+                for i in range(0, len(tasks), max(size, 1)):
+                    result = adapter.process_batch(tasks[i : i + size])
+                    out.extend(result.tasks)
+                    if adapter.is_sink:  # a single-stage pipeline: consumed at the source
+                        fresh = {sid for sid, _ in result.opened if not tracker.is_completed(sid)}
+                        for sid, tid in result.opened:
+                            if sid in fresh:
+                                tracker.open(sid, tid)
+                        tracker.apply(e for e in result.events if e.source_id in fresh)
+                tasks = out
+            finally:
+                adapter.stage.teardown()
+            if adapter.is_source and adapter.is_sink:
+                return [], tasks
+        return tasks, []
+
+    def _raise_if_stopped(
+        self,
+        signum: int | None,
+        failures: list[tuple[str, BaseException]],
+        result: PipelineResult,
+        store: CheckpointStore | None,
+    ) -> None:
+        resume = (
+            f"Rerun with the same checkpoint_path ({store.root}) to resume; completed "
+            "partitions are skipped."
+            if store
+            else "Run with checkpoint_path to make the run resumable."
+        )
+        if signum is not None:
+            name = signal.Signals(signum).name
+            raise CuratorError(
+                f"interrupted_{name.lower()}",
+                f"{self.name} was interrupted by {name}: {result.sources_completed} source "
+                f"partitions completed in this run, {len(result.sources_pending)} not. {resume}",
+                result=result,
+            )
+        if failures:
+            sid, exc = failures[0]
+            raise CuratorError(
+                "partition_failed",
+                f"{self.name}: {len(failures)} source partition(s) failed, first {sid}: "
+                f"{type(exc).__name__}: {exc}. {resume}",
+                result=result,
+            ) from exc
+
+
+def _decompose(stage: ProcessingStage) -> list[ProcessingStage]:
+    if isinstance(stage, CompositeStage):
+        out: list[ProcessingStage] = []
+        for sub in stage.decompose():
+            out.extend(_decompose(sub))
+        return out
+    return [stage]

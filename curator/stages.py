@@ -1,0 +1,95 @@
+"""Stages: the units of work a pipeline chains together."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from curator.tasks import Task
+
+#: The counters of the source partition being processed, set by the runner.
+current_stats: ContextVar[dict[str, float] | None] = ContextVar("current_stats", default=None)
+
+X = TypeVar("X", bound=Task)
+Y = TypeVar("Y", bound=Task)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one call of a stage needs; the Ray backend reserves the largest over a chain."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+
+class ProcessingStage(Generic[X, Y]):
+    """A step of a pipeline.
+
+    Implement :meth:`process` (one task in, a task / ``None`` / a list of tasks out),
+    or override :meth:`process_batch` for batch-wise work; an overridden
+    ``process_batch`` must return one task or ``None`` per input, in order.
+
+    Class attributes a stage may override:
+
+    - ``name``: shown in logs and statistics.
+    - ``is_source_stage`` / ``is_sink_stage``: at most one stage of a pipeline may be
+      marked each way; unmarked, the first stage is the source and the last the sink.
+    - ``is_resumable``: ``False`` for stages that cannot be replayed per source
+      partition; a checkpointed run refuses them.
+    - ``batch_size``: how many tasks :meth:`process_batch` receives at once.
+    - ``resources``: what one call needs.
+    """
+
+    name: str = ""
+    is_source_stage: bool = False
+    is_sink_stage: bool = False
+    is_resumable: bool = True
+    batch_size: int = 1
+    resources: Resources = Resources()
+
+    @property
+    def stage_name(self) -> str:
+        return self.name or type(self).__name__
+
+    def process(self, task: X) -> Y | list[Y] | None:
+        raise NotImplementedError(f"{self.stage_name} implements neither process() nor process_batch()")
+
+    def process_batch(self, tasks: list[X]) -> list[Y | None]:
+        """Default: :meth:`process` per input; a list result is flattened (fan-out)."""
+        out: list[Any] = []
+        for task in tasks:
+            result = self.process(task)
+            if isinstance(result, list):
+                out.extend(result)
+            else:
+                out.append(result)
+        return out
+
+    def setup(self) -> None:
+        """Called once per worker process before the first task (load a model, etc.)."""
+
+    def teardown(self) -> None:
+        """Called once per worker process after the last task."""
+
+    def stat_update(self, key: str, value: float = 1) -> None:
+        """Add ``value`` to a named counter of this stage.
+
+        Counters are returned per source partition, persisted with its completion
+        record when the run is checkpointed, and merged from disk at the end, so a
+        resumed run's statistics cover every completed source partition.
+        """
+        stats = current_stats.get()
+        if stats is not None:
+            full = f"{self.stage_name}.{key}"
+            stats[full] = stats.get(full, 0) + value
+
+
+class CompositeStage(ProcessingStage[X, Y]):
+    """A stage that stands for a sequence of simpler stages (decomposed at build time)."""
+
+    def decompose(self) -> list[ProcessingStage]:
+        raise NotImplementedError
+
+    def process(self, task: X) -> Y | list[Y] | None:  # pragma: no cover - never executed
+        raise RuntimeError(f"composite stage {self.stage_name} must be decomposed before running")

@@ -1,0 +1,93 @@
+"""The Ray backend: local Ray by default, or an existing cluster by address."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+from typing import Any
+
+import ray
+
+from curator.execution import Executor, UnitResult, WorkerChain, run_unit
+from curator.tasks import Task
+
+#: A small local Ray, enough for this machine's tests and demos; bound to loopback.
+LOCAL_INIT_DEFAULTS: dict[str, Any] = {
+    "include_dashboard": False,
+    "log_to_driver": False,
+    "logging_level": "ERROR",
+    "object_store_memory": 256 * 1024 * 1024,
+    "_node_ip_address": "127.0.0.1",
+}
+
+
+def _ray_run(chain: WorkerChain, task: Task) -> UnitResult:
+    return run_unit(chain, task, worker=f"{ray.get_runtime_context().get_node_id()[:8]}")
+
+
+class RayExecutor(Executor):
+    """Source partitions as Ray tasks.
+
+    ``address=None`` starts (or reuses) a local Ray; ``"auto"`` or ``"ray://..."``
+    joins an existing cluster. ``workers`` caps the partitions in flight (default:
+    the cluster's CPUs). A Ray instance this executor started is shut down by
+    :meth:`stop`; one it found running is left alone.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        cpus_per_partition: float = 1.0,
+        init_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.workers = workers
+        self.cpus_per_partition = cpus_per_partition
+        self.init_kwargs = init_kwargs or {}
+        self._owned = False
+        self._chain_ref: Any = None
+        self._remote: Any = None
+        self._refs: list[Any] = []
+
+    @property
+    def capacity(self) -> int:
+        if self.workers:
+            return self.workers
+        cpus = ray.cluster_resources().get("CPU", 1) if ray.is_initialized() else os.cpu_count()
+        return max(1, int((cpus or 1) // max(self.cpus_per_partition, 0.01)))
+
+    def start(self, chain: WorkerChain) -> None:
+        if not ray.is_initialized():
+            kwargs = dict(self.init_kwargs)
+            if self.address is None:
+                kwargs = {**LOCAL_INIT_DEFAULTS, **kwargs}
+                if self.workers:
+                    kwargs.setdefault("num_cpus", self.workers)
+            ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
+            self._owned = True
+        self._chain_ref = ray.put(chain)
+        self._remote = ray.remote(num_cpus=self.cpus_per_partition, max_retries=0)(_ray_run)
+
+    def submit(self, task: Task) -> cf.Future[UnitResult]:
+        ref = self._remote.remote(self._chain_ref, task)
+        self._refs.append(ref)
+        return ref.future()
+
+    def stop(self, abandon: bool = False) -> None:
+        if abandon:
+            for ref in self._refs:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - already finished or gone
+                    pass
+        self._refs = []
+        self._chain_ref = None
+        if self._owned:
+            ray.shutdown()
+            self._owned = False
+
+    def describe(self) -> dict[str, object]:
+        return {"executor": self.name, "address": self.address, "workers": self.capacity}

@@ -1,0 +1,1 @@
+"""Prefect flows and the curate command line (wiring only)."""
