@@ -1,0 +1,117 @@
+"""Hermetic, quiet test session: one Prefect API server and one small Ray, both lazy.
+
+Environment is set before prefect or ray is imported (see
+shared notes "A hermetic, quiet pytest setup"). Tests that need a server or Ray
+ask for the ``prefect_api`` or ``ray_local`` fixture; everything else runs
+without either.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="curate-tests-"))
+_RAY_TMP = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))  # AF_UNIX paths must stay short
+
+_ENV = {
+    "PREFECT_HOME": str(_SESSION_DIR / "prefect-home"),
+    "PREFECT_PROFILES_PATH": str(_SESSION_DIR / "profiles.toml"),
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+    "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    "PREFECT_SERVER_DATABASE_CONNECTION_URL": "sqlite+aiosqlite:///:memory:",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_READ_BATCH_SIZE": "100",
+    "PREFECT_SERVER_UI_ENABLED": "false",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "disabled",
+    "CURATE_TEST_RAY_TMP": str(_RAY_TMP),
+}
+for _service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "TRIGGERS", "DB_VACUUM",
+                 "CANCELLATION_CLEANUP", "PAUSE_EXPIRATIONS", "REPOSSESSOR"):
+    _ENV[f"PREFECT_SERVER_SERVICES_{_service}_ENABLED"] = "false"
+os.environ.update(_ENV)
+# Subprocesses started by tests import the project from this checkout.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
+)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_SESSION_DIR, ignore_errors=True)
+    shutil.rmtree(_RAY_TMP, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[str]:
+    """One real Prefect API server (uvicorn on 127.0.0.1) for the whole session."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        temporary_settings,
+    )
+
+    server = SubprocessASGIServer()
+    server.start(timeout=120)
+    os.environ["PREFECT_API_URL"] = server.api_url  # inherited by spawned workers
+    try:
+        with temporary_settings(
+            {PREFECT_API_URL: server.api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        ):
+            yield server.api_url
+    finally:
+        _flush_prefect_clients()
+        server.stop()
+        os.environ.pop("PREFECT_API_URL", None)
+
+
+def _flush_prefect_clients() -> None:
+    try:
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=5)
+        EventsWorker.drain_all(timeout=5)
+    except Exception:  # noqa: BLE001 - best effort at shutdown
+        pass
+
+
+def ray_init_kwargs(num_cpus: int = 2) -> dict:
+    """The small local Ray the notes recommend, bound to loopback, short temp dir."""
+    return {
+        "num_cpus": num_cpus,
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": "ERROR",
+        "object_store_memory": 200 * 1024 * 1024,
+        "_temp_dir": str(_RAY_TMP),
+        "_node_ip_address": "127.0.0.1",
+    }
+
+
+@pytest.fixture(scope="session")
+def ray_local() -> Iterator[None]:
+    """One small local Ray for the session; RayExecutor reuses it and leaves it running."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(**ray_init_kwargs())
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable
