@@ -54,6 +54,7 @@ class PipelineResult:
     sources_pending: list[str]
     stats: dict[str, float]
     checkpoint_file: Path | None = None
+    skipped_stats: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     perf: dict[str, float] = field(default_factory=dict)
 
@@ -190,7 +191,8 @@ class Pipeline:
         sources, early_tasks = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
         total = len(sources) + len(early_tasks)
         pending = [t for t in sources if not tracker.is_completed(t.source_id or "")]
-        skipped = len(sources) - len(pending)
+        skipped_ids = [t.source_id or "" for t in sources if tracker.is_completed(t.source_id or "")]
+        skipped = len(skipped_ids)
         if store is not None:
             log.info(
                 "%s: %d source partitions: %d pending, %d skipped as complete (checkpoint %s)",
@@ -256,7 +258,9 @@ class Pipeline:
 
         unfinished.extend(t.source_id or "" for t in queue)
         unfinished.extend(t.source_id or "" for t in inflight.values())
-        stats = merge_stats(store.refreshed_stats().values() if store else this_run.values())
+        per_source = store.refreshed_stats() if store else this_run
+        stats = merge_stats(per_source.values())
+        skipped_stats = merge_stats(per_source[s] for s in skipped_ids if s in per_source)
         result = PipelineResult(
             tasks=results,
             sources_total=total,
@@ -265,6 +269,7 @@ class Pipeline:
             sources_pending=sorted(unfinished),
             stats=stats,
             checkpoint_file=store.path if store else None,
+            skipped_stats=skipped_stats,
             seconds=time.perf_counter() - started,
             perf=perf,
         )

@@ -1,0 +1,52 @@
+"""Writing reports: canonical JSON, digests, timestamps, atomic writes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from curator.io.writers import write_atomic
+
+
+def utc_now() -> str:
+    """UTC RFC 3339, seconds."""
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # NaN/inf are written as null
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def dump_json(data: dict[str, Any]) -> str:
+    """The report form: indent 2, sorted keys, UTF-8 (not ASCII-escaped)."""
+    return json.dumps(_clean(data), indent=2, sort_keys=True, ensure_ascii=False,
+                      default=str) + "\n"
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: dict[str, Any]) -> Path:
+    return write_atomic(path, dump_json(data))
+
+
+def canonical_digest(data: Any) -> str:
+    """``sha256:`` of the canonical JSON form (sorted keys, compact, UTF-8)."""
+    text = json.dumps(_clean(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()

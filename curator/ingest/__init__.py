@@ -1,0 +1,1 @@
+"""The ingest step: decoding, parsing, identity, duplicates, shards, report."""

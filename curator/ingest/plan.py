@@ -1,0 +1,138 @@
+"""Input resolution and partition planning for ingest."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from curator.errors import CuratorError
+from curator.io.partitioning import (
+    COMPRESSED_SUFFIXES,
+    JSONL_EXTENSIONS,
+    PARQUET_EXTENSIONS,
+    resolve_input_files,
+)
+from curator.stages import ProcessingStage
+from curator.tasks import EmptyTask, FileGroupTask
+
+#: Report files other steps write beside corpora; never read as input.
+SIDECARS = frozenset(
+    f"{name}.json"
+    for name in (
+        "audit_report", "curation_ledger", "decontamination_report", "flow_plan",
+        "flow_report", "ingest_report", "plan", "profile_report", "run_manifest",
+        "sample_manifest", "subset_report", "token_counts",
+    )
+)
+
+
+def file_format(path: str) -> str:
+    lower = path.lower()
+    for comp in ("", *COMPRESSED_SUFFIXES):
+        if any(lower.endswith(ext + comp) for ext in PARQUET_EXTENSIONS):
+            return "parquet"
+    return "jsonl"
+
+
+@dataclass
+class InputPlan:
+    files: list[str]
+    format: str
+    skipped_own_output: list[str]
+
+
+def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path) -> InputPlan:
+    """Resolve ``input``; skip sidecars and files under ``output_dir``; check formats."""
+    found = resolve_input_files(spec, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
+    out = str(output_dir.resolve()) + os.sep
+    own = [p for p in found if p.startswith(out)]
+    files = [p for p in found if not p.startswith(out) and Path(p).name not in SIDECARS]
+    if not files:
+        raise CuratorError(
+            "input_matched_no_files",
+            f"input {spec!r} matched no JSONL or Parquet files"
+            + (f" ({len(own)} inside output_dir were skipped)" if own else ""),
+        )
+    formats = sorted({file_format(p) for p in files})
+    if fmt == "auto" and len(formats) > 1:
+        counts = {f: sum(1 for p in files if file_format(p) == f) for f in formats}
+        raise CuratorError(
+            "mixed_formats",
+            f"input mixes formats {counts}; set format: jsonl or format: parquet and point "
+            "input at one kind",
+        )
+    if fmt != "auto" and formats != [fmt]:
+        other = [p for p in files if file_format(p) != fmt][:3]
+        raise CuratorError(
+            "mixed_formats", f"format is {fmt} but input also has other files, e.g. {other}"
+        )
+    return InputPlan(files=files, format=formats[0], skipped_own_output=own)
+
+
+def line_aligned_ranges(path: str, block: int) -> list[tuple[int, int, int]]:
+    """Split a file into ``(start, end, first_line)`` ranges of about ``block`` bytes.
+
+    Boundaries are moved forward to the next line start, so every range holds
+    whole lines and its first line number is exact (1-based).
+    """
+    size = os.path.getsize(path)
+    if size == 0:
+        return [(0, 0, 1)]
+    ranges: list[tuple[int, int, int]] = []
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        start, line = 0, 1
+        while start < size:
+            nominal = min(start + block, size)
+            if nominal >= size:
+                end = size
+            else:
+                nl = mm.find(b"\n", nominal - 1)
+                end = size if nl < 0 else nl + 1
+            ranges.append((start, end, line))
+            line += mm[start:end].count(b"\n")
+            start = end
+    return ranges
+
+
+@dataclass
+class IngestPartitioning(ProcessingStage[EmptyTask, FileGroupTask]):
+    """Source stage: consecutive files grouped up to ``block`` bytes; larger
+    uncompressed JSONL files split into line-aligned byte ranges."""
+
+    files: list[str]
+    block: int
+    name: str = "ingest_partitioning"
+
+    def process(self, task: EmptyTask) -> list[FileGroupTask]:
+        groups: list[FileGroupTask] = []
+        current: list[str] = []
+        current_bytes = 0
+
+        def flush() -> None:
+            nonlocal current, current_bytes
+            if current:
+                groups.append(FileGroupTask(data=current))
+            current, current_bytes = [], 0
+
+        for path in self.files:  # already sorted: groups stay in global order
+            size = os.path.getsize(path)
+            lower = path.lower()
+            splittable = file_format(path) == "jsonl" and not lower.endswith(COMPRESSED_SUFFIXES)
+            if splittable and size > self.block:
+                flush()
+                for start, end, first_line in line_aligned_ranges(path, self.block):
+                    groups.append(
+                        FileGroupTask(
+                            data=[path],
+                            _metadata={"byte_range": (start, end), "first_line": first_line},
+                        )
+                    )
+                continue
+            if current and current_bytes + size > self.block:
+                flush()
+            current.append(path)
+            current_bytes += size
+        flush()
+        return groups

@@ -1,0 +1,1 @@
+"""Each curation step as one straight line: config -> plan -> run -> merge -> artifacts."""

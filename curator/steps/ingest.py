@@ -1,0 +1,378 @@
+"""curate ingest: raw JSONL/Parquet -> canonical ``part_<n>.jsonl`` shards and a report.
+
+One straight line, three engine phases, each resumable by source partition:
+
+1. parse: each input partition is decoded, parsed and validated into a staging
+   table (``<output_dir>/.staging/<source>.parquet``) and its rejections
+   (``<output_dir>/rejected/<source>.jsonl``);
+2. duplicates: ids are compared over the whole corpus (first copy = input path
+   order, then position); ``refuse`` stops here, ``drop`` rejects later copies
+   (``rejected/duplicates.jsonl``), ``suffix`` renames them;
+3. shards: accepted records, in input order, are cut into ``part_<n>.jsonl``
+   shards of ``shard_size`` documents.
+
+The report is built from what is on disk (per-partition statistics stored with
+the checkpoint), so a resumed run reports the whole corpus.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+import pyarrow.parquet as pq
+from pydantic import Field, PositiveInt
+
+from curator.artifacts import file_digest, utc_now, write_json_atomic
+from curator.checkpoint import METADATA_DIRNAME
+from curator.config import StepConfig
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.ingest.dedup import DedupResult, resolve_duplicates
+from curator.ingest.parse_stage import ParseStage, write_jsonl_atomic
+from curator.ingest.plan import IngestPartitioning, resolve_inputs
+from curator.ingest.records import REASONS, IdentitySpec
+from curator.ingest.shards import ShardPlanStage, ShardWriterStage, plan_shards
+from curator.io.partitioning import parse_size
+from curator.io.writers import write_atomic
+from curator.pipeline import Pipeline, PipelineResult, Progress
+
+log = logging.getLogger("curator.ingest")
+
+REPORT_NAME = "ingest_report.json"
+STAGING = ".staging"
+SCHEMA_VERSION = 2
+
+
+class IngestConfig(StepConfig):
+    """Configuration of ``curate ingest`` (keys and defaults of the reference)."""
+
+    input: str | list[str]
+    output_dir: str = "./output/ingested"
+    format: Literal["auto", "jsonl", "parquet"] = "auto"
+    text_field: str = "text"
+    id_from: str | None = None
+    id_fields: list[str] = Field(default_factory=lambda: ["url", "text"])
+    id_prefix: str = ""
+    source_from: str | None = None
+    source: str | None = None
+    keep_fields: list[str] = Field(default_factory=lambda: ["url"])
+    on_duplicate: Literal["refuse", "drop", "suffix"] = "refuse"
+    shard_size: PositiveInt = 50_000
+    partition_size: str | int = "64MB"
+
+    def identity(self) -> IdentitySpec:
+        if self.id_from is None and self.text_field not in self.id_fields:
+            raise CuratorError(
+                "invalid_identity_fields",
+                f"id_fields {self.id_fields} must include text_field {self.text_field!r}: "
+                "an id that ignores the text would merge different documents",
+            )
+        if self.source_from and self.source:
+            raise CuratorError("invalid_config", "set source_from or source, not both")
+        reserved = {self.text_field, "text", "id", "source"}
+        return IdentitySpec(
+            text_field=self.text_field,
+            id_from=self.id_from,
+            id_fields=tuple(self.id_fields),
+            id_prefix=self.id_prefix,
+            source_from=self.source_from,
+            source=self.source,
+            keep_fields=tuple(f for f in self.keep_fields if f not in reserved),
+        )
+
+
+ProgressHook = Callable[[str, Progress], None]
+
+
+def run_ingest(
+    config: IngestConfig,
+    executor: Executor | None = None,
+    on_progress: ProgressHook | None = None,
+) -> dict[str, Any]:
+    """Run ingest; return the report (also written to ``<output_dir>/ingest_report.json``)."""
+    out = Path(config.output_dir).resolve()
+    report = _base_report(config, out)
+    started = time.perf_counter()
+    try:
+        _ingest(config, out, executor, on_progress, report)
+        report["completed_normally"] = True
+        report["completed_at"] = utc_now()
+        return report
+    except CuratorError as exc:
+        report["error"] = {"error_id": exc.error_id, "message": exc.message}
+        raise
+    except BaseException as exc:
+        report["error"] = {"error_id": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
+        raise
+    finally:
+        report["seconds"] = round(time.perf_counter() - started, 3)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / REPORT_NAME, report)
+
+
+def _base_report(config: IngestConfig, out: Path) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "step_id": "curate/ingest",
+        "run_id": uuid.uuid4().hex,
+        "started_at": utc_now(),
+        "output_dir": str(out),
+        "on_duplicate": config.on_duplicate,
+        "completed_normally": False,
+        "error": None,
+        "warnings": [],
+    }
+
+
+def _ingest(
+    config: IngestConfig,
+    out: Path,
+    executor: Executor | None,
+    on_progress: ProgressHook | None,
+    report: dict[str, Any],
+) -> None:
+    spec = config.identity()
+    report["identity"] = _identity_block(config, spec)
+    plan = resolve_inputs(config.input, config.format, out)
+    report["input"] = {
+        "glob": config.input, "format": plan.format, "files": len(plan.files),
+        "skipped_own_output": len(plan.skipped_own_output),
+    }
+    ckpt_root = (
+        Path(config.execution.checkpoint_path).resolve() / "ingest"
+        if config.execution.checkpoint_path
+        else None
+    )
+    staging, rejected = out / STAGING, out / "rejected"
+    resuming = _prepare_output(out, ckpt_root)
+    staging.mkdir(parents=True, exist_ok=True)
+    rejected.mkdir(parents=True, exist_ok=True)
+
+    # 1. parse
+    parse = Pipeline(name="ingest-parse")
+    parse.add_stage(IngestPartitioning(files=plan.files,
+                                       block=parse_size(config.partition_size) or 1 << 26))
+    parse.add_stage(ParseStage(spec=spec, file_index={p: i for i, p in enumerate(plan.files)},
+                               staging_dir=str(staging), rejected_dir=str(rejected)))
+    parsed = _run_phase(parse, "parse", executor, ckpt_root, on_progress)
+    parts = _staged_parts(parse, staging)
+
+    # 2. duplicates
+    dedup = resolve_duplicates(parts, config.on_duplicate, plan.files, plan.format)
+    stats = parsed.stats
+    counts = _counts(stats, dedup)
+    report.update(_document_fields(stats, parsed, dedup, counts))
+    report["columns_available"] = sorted(k.split(".", 2)[2] for k in stats
+                                         if k.startswith("ingest_parse.column."))
+    if dedup.duplicate_ids and config.on_duplicate == "refuse":
+        report["counts"] = counts
+        report["duplicates"] = {"copies": dedup.duplicate_ids, "groups": dedup.duplicate_groups,
+                                "examples": dedup.examples}
+        raise CuratorError(
+            "duplicate_documents",
+            f"{dedup.duplicate_ids} duplicate copies in {dedup.duplicate_groups} groups of "
+            f"equal ids; examples: {_examples_text(dedup)}. Set on_duplicate: drop (keep the "
+            "first copy) or suffix (rename later copies), or fix the input.",
+            examples=dedup.examples,
+        )
+    decisions_path = staging / "_decisions.parquet"
+    buf = io.BytesIO()
+    dedup.decisions.write_parquet(buf)
+    write_atomic(decisions_path, buf.getvalue())
+    write_jsonl_atomic(rejected / "duplicates.jsonl", dedup.rejections)
+    if counts["written"] == 0:
+        report["counts"] = counts
+        raise CuratorError(
+            "no_usable_documents",
+            f"none of {counts['records_read']} records is usable: "
+            f"{_reasons_text(report['rejections_by_reason'])}; see {rejected}",
+        )
+
+    # 3. shards
+    drops = dedup.decisions.filter(pl.col("action") == "drop").group_by("part").len()
+    dropped = dict(zip(drops["part"].to_list(), drops["len"].to_list(), strict=True))
+    kept = [(sid, pq.ParquetFile(path).metadata.num_rows - dropped.get(sid, 0))
+            for sid, path in parts]
+    shards = plan_shards(kept, config.shard_size)
+    for stale in out.glob("part_*.jsonl"):
+        if not _is_planned(stale.name, len(shards)):
+            stale.unlink()
+    writer = Pipeline(name="ingest-shards")
+    writer.add_stage(ShardPlanStage(shards=shards))
+    writer.add_stage(ShardWriterStage(staging_dir=str(staging), output_dir=str(out),
+                                      decisions_path=str(decisions_path)))
+    written = _run_phase(writer, "shards", executor, ckpt_root, on_progress)
+    if int(written.stats.get("ingest_shard_writer.written", 0)) != counts["written"]:
+        raise CuratorError(
+            "ingest_count_mismatch",
+            f"shards hold {written.stats.get('ingest_shard_writer.written', 0)} documents but "
+            f"{counts['written']} were accepted",
+        )
+    report["counts"] = counts
+    report["was_resumed"] = resuming or parsed.sources_skipped > 0 or written.sources_skipped > 0
+    report["shards"] = [
+        {"name": f"part_{s.index}.jsonl",
+         "rows": sum(b - a for _, a, b in s.data),
+         "sha256": file_digest(out / f"part_{s.index}.jsonl")}
+        for s in shards
+    ]
+    report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
+                            "skipped_resumed": parsed.sources_skipped + written.sources_skipped}
+    shutil.rmtree(staging, ignore_errors=True)
+    if ckpt_root is not None:  # the staging it pointed to is gone: a rerun starts afresh
+        shutil.rmtree(ckpt_root, ignore_errors=True)
+
+
+def _is_planned(name: str, n: int) -> bool:
+    try:
+        return int(name[len("part_"):-len(".jsonl")]) < n
+    except ValueError:
+        return False
+
+
+def _prepare_output(out: Path, ckpt_root: Path | None) -> bool:
+    """Clear this step's previous artifacts unless resuming; return whether resuming."""
+    resuming = ckpt_root is not None and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb"))
+    if resuming and not (out / STAGING).is_dir():
+        log.warning("checkpoint %s exists but %s is gone: starting ingest afresh",
+                    ckpt_root, out / STAGING)
+        shutil.rmtree(ckpt_root, ignore_errors=True)  # type: ignore[arg-type]
+        resuming = False
+    if not resuming:
+        for path in out.glob("part_*.jsonl"):
+            path.unlink()
+        shutil.rmtree(out / "rejected", ignore_errors=True)
+        shutil.rmtree(out / STAGING, ignore_errors=True)
+        (out / REPORT_NAME).unlink(missing_ok=True)
+    return resuming
+
+
+def _run_phase(
+    pipeline: Pipeline,
+    phase: str,
+    executor: Executor | None,
+    ckpt_root: Path | None,
+    on_progress: ProgressHook | None,
+) -> PipelineResult:
+    return pipeline.run(
+        executor=executor,
+        checkpoint_path=ckpt_root / phase if ckpt_root is not None else None,
+        on_progress=(lambda p: on_progress(phase, p)) if on_progress else None,
+    )
+
+
+def _staged_parts(parse: Pipeline, staging: Path) -> list[tuple[str, str]]:
+    """(source id, staging file) of every parse partition, in input order."""
+    stages, src, _ = parse.build()
+    from curator.adapter import StageAdapter
+    from curator.tasks import EmptyTask
+
+    planned = StageAdapter(stages[src], is_source=True).process_batch([EmptyTask()]).tasks
+    parts = []
+    for task in planned:
+        path = staging / f"{task.source_id}.parquet"
+        if not path.is_file():
+            raise CuratorError(
+                "checkpoint_output_mismatch",
+                f"partition {task.source_id} is recorded complete but {path} is missing; "
+                "use a new checkpoint_path or remove the old one",
+            )
+        parts.append((task.source_id or "", str(path)))
+    return parts
+
+
+def _counts(stats: dict[str, float], dedup: DedupResult) -> dict[str, int]:
+    def get(key: str) -> int:
+        return int(stats.get(f"ingest_parse.{key}", 0))
+
+    accepted = get("accepted")
+    dropped = dedup.duplicate_ids if not dedup.decisions.is_empty() and \
+        (dedup.decisions["action"] == "drop").any() else 0
+    return {
+        "records_read": get("seen"),
+        "unparsable_lines": get("rejected.unparsable_line"),
+        "skipped_non_mapping": get("rejected.not_an_object"),
+        "skipped_missing_text": get("rejected.missing_text") + get("rejected.text_not_a_string")
+        + get("rejected.empty_text"),
+        "skipped_missing_id": get("rejected.missing_id"),
+        "duplicate_ids": dedup.duplicate_ids,
+        "duplicate_groups": dedup.duplicate_groups,
+        "written": accepted - dropped,
+    }
+
+
+def _document_fields(stats: dict[str, float], parsed: PipelineResult, dedup: DedupResult,
+                     counts: dict[str, int]) -> dict[str, Any]:
+    by_reason = {r: int(stats.get(f"ingest_parse.rejected.{r}", 0)) for r in REASONS}
+    by_reason["duplicate_id"] = len(dedup.rejections)
+    by_reason = {k: v for k, v in by_reason.items() if v}
+    seen = counts["records_read"]
+    rejected = sum(by_reason.values())
+    accepted = counts["written"]
+    encodings = {k.split(".", 2)[2]: int(v) for k, v in stats.items()
+                 if k.startswith("ingest_parse.encoding.")}
+    return {
+        "documents_seen": seen,
+        "documents_accepted": accepted,
+        "documents_rejected": rejected,
+        "documents_skipped_resumed": int(parsed.skipped_stats.get("ingest_parse.seen", 0)),
+        "rejections_by_reason": dict(sorted(by_reason.items())),
+        "encodings_used": dict(sorted(encodings.items())),
+        "lossy_documents": encodings.get("utf-8-lossy", 0),
+        "files_with_bom": int(stats.get("ingest_parse.files_with_bom", 0)),
+        "balance": {"seen": seen, "accepted": accepted, "rejected": rejected,
+                    "ok": seen == accepted + rejected},
+        "was_resumed": parsed.sources_skipped > 0,
+    }
+
+
+def _identity_block(config: IngestConfig, spec: IdentitySpec) -> dict[str, Any]:
+    if spec.id_from is not None:
+        return {"source": "corpus", "field": spec.id_from, "recipe": None, "fields": None,
+                "prefix": None, "note": f"ids taken from the input column {spec.id_from!r}"}
+    return {"source": "minted", "field": "id", "recipe": spec.recipe,
+            "fields": list(spec.id_fields), "prefix": spec.id_prefix,
+            "note": "ids minted from the listed fields; stable across runs and machines"}
+
+
+def _examples_text(dedup: DedupResult) -> str:
+    parts = []
+    for ex in dedup.examples:
+        where = ", ".join(f"{a['path']}:{a['line'] if a['line'] is not None else a.get('row')}"
+                          for a in ex["at"])
+        parts.append(f"{ex['id']} x{ex['copies']} ({where})")
+    return "; ".join(parts)
+
+
+def _reasons_text(by_reason: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in by_reason.items()) or "no records"
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """A short human-readable summary of an ingest report."""
+    lines = [
+        f"# Ingest report ({'complete' if report.get('completed_normally') else 'FAILED'})",
+        "",
+        f"- output: `{report.get('output_dir')}`",
+        f"- documents seen: {report.get('documents_seen', 0)}, accepted: "
+        f"{report.get('documents_accepted', 0)}, rejected: {report.get('documents_rejected', 0)}"
+        f", skipped as resumed: {report.get('documents_skipped_resumed', 0)}",
+        f"- balance ok: {report.get('balance', {}).get('ok')}",
+    ]
+    if report.get("error"):
+        lines.append(f"- error: `{report['error']['error_id']}` {report['error']['message']}")
+    if report.get("rejections_by_reason"):
+        lines += ["", "| rejection reason | documents |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in report["rejections_by_reason"].items()]
+    if report.get("encodings_used"):
+        lines += ["", "| encoding | documents |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in report["encodings_used"].items()]
+    return "\n".join(lines) + "\n"
