@@ -11,8 +11,9 @@ completion tracker. Executors only decide where units run; they all call
 from __future__ import annotations
 
 import atexit
-import sys
 import concurrent.futures as cf
+import contextlib
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,10 +91,8 @@ def _chain_for(chain: WorkerChain) -> list[StageAdapter]:
 def _teardown_all() -> None:
     for adapters in _CHAINS.values():
         for adapter in adapters:
-            try:
+            with contextlib.suppress(Exception):  # best effort at process exit
                 adapter.stage.teardown()
-            except Exception:  # noqa: BLE001 - best effort at process exit
-                pass
     _CHAINS.clear()
 
 
@@ -188,7 +187,7 @@ class InlineExecutor(Executor):
         future: cf.Future[UnitResult] = cf.Future()
         try:
             future.set_result(run_unit(self._chain, task, worker="inline"))
-        except BaseException as exc:  # noqa: BLE001 - delivered through the future
+        except BaseException as exc:
             future.set_exception(exc)
         return future
 

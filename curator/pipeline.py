@@ -41,6 +41,7 @@ class Progress:
     source_id: str
     completed: bool
     items: int = 0
+    stats: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,7 +192,9 @@ class Pipeline:
         sources, early_tasks = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
         total = len(sources) + len(early_tasks)
         pending = [t for t in sources if not tracker.is_completed(t.source_id or "")]
-        skipped_ids = [t.source_id or "" for t in sources if tracker.is_completed(t.source_id or "")]
+        skipped_ids = [
+            t.source_id or "" for t in sources if tracker.is_completed(t.source_id or "")
+        ]
         skipped = len(skipped_ids)
         if store is not None:
             log.info(
@@ -229,7 +232,7 @@ class Pipeline:
                         sid = task.source_id or ""
                         try:
                             unit = future.result()
-                        except BaseException as exc:  # noqa: BLE001 - reported after the drain
+                        except BaseException as exc:
                             log.error("%s: source partition %s failed: %s", self.name, sid, exc)
                             failures.append((sid, exc))
                             tracker.release(sid)
@@ -248,7 +251,7 @@ class Pipeline:
                         if on_progress is not None:
                             on_progress(
                                 Progress(done, len(pending), sid, completed,
-                                         sum(t.num_items for t in unit.tasks))
+                                         sum(t.num_items for t in unit.tasks), unit.stats)
                             )
                     if interrupts.count >= 2:
                         abandon = True

@@ -3,21 +3,39 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_file
 from curator.errors import CuratorError
 
+# Defaults for a Prefect that runs without a configured server (a temporary local
+# one): no telemetry, and time for a first-run database migration.
+for _key, _value in {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+}.items():
+    os.environ.setdefault(_key, _value)
+
 app = typer.Typer(
     help="Curate LLM training corpora: resumable, auditable steps on Prefect.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    add_completion=False,
 )
 checkpoint_app = typer.Typer(help="Inspect checkpoint directories.", no_args_is_help=True)
 app.add_typer(checkpoint_app, name="checkpoint")
+
+ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="the step's YAML config")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="override a config key: key=value (repeatable; dotted keys)"),
+]
 
 
 def fail(exc: CuratorError) -> None:
@@ -26,10 +44,32 @@ def fail(exc: CuratorError) -> None:
     raise typer.Exit(exc.exit_code)
 
 
+@app.command()
+def ingest(config: ConfigOpt, set_: SetOpt = None) -> None:
+    """Ingest a raw JSONL/Parquet corpus into canonical shards with an ingest report."""
+    from flows.ingest import ingest_flow
+    from flows.terminal import progress_bars
+
+    try:
+        with progress_bars({"parse": ("parse", "ingest_parse.seen"),
+                            "shards": ("write shards", "ingest_shard_writer.written")}):
+            report = ingest_flow(str(config), set_ or [])
+    except CuratorError as exc:
+        fail(exc)
+        return
+    typer.echo(
+        f"ingest: {report['documents_seen']} documents seen, {report['documents_accepted']} "
+        f"accepted, {report['documents_rejected']} rejected "
+        f"({', '.join(f'{k} {v}' for k, v in report['rejections_by_reason'].items()) or '-'}); "
+        f"{len(report['shards'])} shards in {report['output_dir']}; "
+        f"report {Path(report['output_dir']) / 'ingest_report.json'}"
+    )
+
+
 @checkpoint_app.command("show")
 def checkpoint_show(
-    path: Path = typer.Argument(..., help="the checkpoint_path a run was given"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    path: Annotated[Path, typer.Argument(help="the checkpoint_path a run was given")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """How many source partitions each writer file records as complete; damaged files."""
     meta = path / METADATA_DIRNAME
@@ -39,7 +79,7 @@ def checkpoint_show(
     for file in sorted(meta.glob("*.mdb")):
         try:
             completed, _stats = read_checkpoint_file(file)
-        except Exception as exc:  # noqa: BLE001 - reported, as the engine does
+        except Exception as exc:
             damaged.append({"file": file.name, "error": f"{type(exc).__name__}: {exc}"})
             continue
         writers.append({"file": file.name, "completed": len(completed)})

@@ -13,13 +13,12 @@ summarises the run.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import logging
 import os
 import threading
 import uuid
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 from prefect.artifacts import (
     create_progress_artifact,
     create_table_artifact,
@@ -32,6 +31,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
 from curator.pipeline import Pipeline, PipelineResult, Progress
 from curator.tasks import Task
+from flows.logging import engine_logs_to_prefect
 
 _PENDING: dict[str, cf.Future[UnitResult]] = {}
 _PENDING_LOCK = threading.Lock()
@@ -85,28 +85,12 @@ class PrefectTaskExecutor(Executor):
         return self.inner.describe()
 
 
-class _RunLoggerHandler(logging.Handler):
-    """Forward the engine's log records to the Prefect run logger."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.run_logger = get_run_logger()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.run_logger.log(record.levelno, record.getMessage())
-
-
 def _pipeline_flow_body(
     pipeline: Pipeline,
     executor: Executor,
     checkpoint_path: str | None,
     artifact_key: str | None,
 ) -> PipelineResult:
-    handler = _RunLoggerHandler()
-    engine_log = logging.getLogger("curator")
-    engine_log.addHandler(handler)
-    previous_level = engine_log.level
-    engine_log.setLevel(min(previous_level or logging.INFO, logging.INFO))
     progress_id = create_progress_artifact(
         progress=0.0,
         key=artifact_key and f"{artifact_key}-progress",
@@ -116,15 +100,12 @@ def _pipeline_flow_body(
     def on_progress(p: Progress) -> None:
         update_progress_artifact(progress_id, progress=100.0 * p.done / max(p.total, 1))
 
-    try:
+    with engine_logs_to_prefect():
         result = pipeline.run(
             executor=PrefectTaskExecutor(executor),
             checkpoint_path=checkpoint_path,
             on_progress=on_progress,
         )
-    finally:
-        engine_log.removeHandler(handler)
-        engine_log.setLevel(previous_level)
     update_progress_artifact(progress_id, progress=100.0)
     create_table_artifact(
         key=artifact_key and f"{artifact_key}-summary",

@@ -1,0 +1,67 @@
+"""The ingest flow: Prefect wiring around :func:`curator.steps.ingest.run_ingest`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from curator.config import load_config
+from curator.errors import CuratorError
+from curator.steps.ingest import IngestConfig, report_markdown, run_ingest
+from executors import make_executor
+from flows.engine import PrefectTaskExecutor
+from flows.logging import engine_logs_to_prefect
+from flows.progress import PhaseProgress
+
+
+@flow(
+    name="curate-ingest",
+    task_runner=ThreadPoolTaskRunner(max_workers=64),
+    validate_parameters=False,
+    persist_result=False,
+)
+def ingest_flow(
+    config: str | dict[str, Any], overrides: list[str] | None = None
+) -> dict[str, Any]:
+    """Ingest a raw corpus. ``config`` is a YAML path or a mapping of ingest keys;
+    ``overrides`` are ``key=value`` strings as for ``--set``."""
+    if isinstance(config, str):
+        cfg = load_config(IngestConfig, config, overrides)
+    else:
+        cfg = load_config(IngestConfig, None, {**config, **_as_dict(overrides)})
+    logger = get_run_logger()
+    ex = cfg.execution
+    executor = PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))
+    logger.info("ingest of %s into %s on %s", cfg.input, cfg.output_dir, executor.describe())
+    report: dict[str, Any] = {}
+    try:
+        with engine_logs_to_prefect():
+            report = run_ingest(cfg, executor, on_progress=PhaseProgress("ingest"))
+        return report
+    except CuratorError as exc:
+        logger.error("%s", exc)
+        raise
+    finally:
+        _publish(cfg)
+
+
+def _as_dict(overrides: list[str] | None) -> dict[str, Any]:
+    from curator.config import parse_overrides
+
+    return parse_overrides(overrides)
+
+
+def _publish(cfg: IngestConfig) -> None:
+    import json
+    from pathlib import Path
+
+    path = Path(cfg.output_dir) / "ingest_report.json"
+    if path.is_file():
+        report = json.loads(path.read_text(encoding="utf-8"))
+        create_markdown_artifact(
+            markdown=report_markdown(report), key="ingest-report",
+            description="curate ingest: ingest_report.json",
+        )
