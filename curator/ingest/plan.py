@@ -5,6 +5,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from curator.errors import CuratorError
@@ -106,6 +107,18 @@ class IngestPartitioning(ProcessingStage[EmptyTask, FileGroupTask]):
     name: str = "ingest_partitioning"
 
     def process(self, task: EmptyTask) -> list[FileGroupTask]:
+        return [FileGroupTask(data=list(g.data), _metadata=dict(g._metadata))
+                for g in self.plan()]
+
+    @cached_property
+    def _plan(self) -> list[FileGroupTask]:
+        return self._make_plan()
+
+    def plan(self) -> list[FileGroupTask]:
+        """The partitions, computed once (splitting large files scans them for lines)."""
+        return self._plan
+
+    def _make_plan(self) -> list[FileGroupTask]:
         groups: list[FileGroupTask] = []
         current: list[str] = []
         current_bytes = 0

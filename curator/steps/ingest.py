@@ -157,13 +157,15 @@ def _ingest(
     rejected.mkdir(parents=True, exist_ok=True)
 
     # 1. parse
+    partitioning = IngestPartitioning(
+        files=plan.files, block=parse_size(config.partition_size) or 1 << 26
+    )
     parse = Pipeline(name="ingest-parse")
-    parse.add_stage(IngestPartitioning(files=plan.files,
-                                       block=parse_size(config.partition_size) or 1 << 26))
+    parse.add_stage(partitioning)
     parse.add_stage(ParseStage(spec=spec, file_index={p: i for i, p in enumerate(plan.files)},
                                staging_dir=str(staging), rejected_dir=str(rejected)))
     parsed = _run_phase(parse, "parse", executor, ckpt_root, on_progress)
-    parts = _staged_parts(parse, staging)
+    parts = _staged_parts(partitioning, staging)
 
     # 2. duplicates
     dedup = resolve_duplicates(parts, config.on_duplicate, plan.files, plan.format)
@@ -269,23 +271,19 @@ def _run_phase(
     )
 
 
-def _staged_parts(parse: Pipeline, staging: Path) -> list[tuple[str, str]]:
+def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple[str, str]]:
     """(source id, staging file) of every parse partition, in input order."""
-    stages, src, _ = parse.build()
-    from curator.adapter import StageAdapter
-    from curator.tasks import EmptyTask
-
-    planned = StageAdapter(stages[src], is_source=True).process_batch([EmptyTask()]).tasks
     parts = []
-    for task in planned:
-        path = staging / f"{task.source_id}.parquet"
+    for group in partitioning.plan():
+        sid = group.get_deterministic_id()
+        path = staging / f"{sid}.parquet"
         if not path.is_file():
             raise CuratorError(
                 "checkpoint_output_mismatch",
-                f"partition {task.source_id} is recorded complete but {path} is missing; "
+                f"partition {sid} is recorded complete but {path} is missing; "
                 "use a new checkpoint_path or remove the old one",
             )
-        parts.append((task.source_id or "", str(path)))
+        parts.append((sid, str(path)))
     return parts
 
 
