@@ -17,7 +17,11 @@ Id rules (as in the reference):
 - one input (fan-out, or a source reading the root): output ``i`` gets
   ``parent_<seg>``, ``seg`` = the task's deterministic id at a source stage, else ``i``;
 - as many outputs as inputs: positional, ``parent_<seg>``, ``seg`` = deterministic
-  id or ``0`` at a source stage, ``0`` elsewhere;
+  id or the position ``i`` at a source stage, ``0`` elsewhere. (The reference uses
+  ``0`` at a source too, which gives every source of an N->N source stage without
+  deterministic ids the same source id ``0``: they share one completion record and
+  one output name. The source stage sees all its inputs in one batch, so ``i`` is
+  unique.);
 - any other M->K: ``"r" + uuid4().hex``, no source id, one warning, and the sources
   involved stay pending (they replay on the next run).
 """
@@ -142,8 +146,10 @@ class StageAdapter:
                 out._source_id = seg if self.is_source else parent_source
             return [(parents[0], outputs)] if k else []
         if m == k:
-            for (parent_id, parent_source), out in zip(parents, outputs, strict=True):
-                seg = self._segment(out, "0")
+            for i, ((parent_id, parent_source), out) in enumerate(
+                zip(parents, outputs, strict=True)
+            ):
+                seg = self._segment(out, str(i) if self.is_source else "0")
                 _set_id(out, parent_id, seg)
                 out._source_id = seg if self.is_source else parent_source
             return [(p, [o]) for p, o in zip(parents, outputs, strict=True)]

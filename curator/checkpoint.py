@@ -11,6 +11,12 @@ naming it; its sources replay. Only completed ids are stored (db
 ``completed_sources``, value ``b"1"``), never pending counts. Beside them, db
 ``source_stats`` holds each completed source's statistics as JSON, written in the
 same transaction, so a resumed run's totals can be merged from disk.
+
+LMDB has no checksums and trusts its pages: a truncated file makes it touch memory
+past the end of the file (SIGBUS), and a damaged page can make it read out of
+bounds or abort. So every file's structure is checked before it is opened, and the
+union is read in a short-lived child process: a file that kills the reader is
+skipped like any other unreadable one, and the run goes on.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ import json
 import logging
 import os
 import socket
+import struct
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -89,8 +98,52 @@ def _safe_writer_id(writer_id: str) -> str:
     return cleaned or "writer"
 
 
+_META_MAGIC = 0xBEEFC0DE
+_META_VERSION = 1
+_PAGE_HEADER = 16  # pgno (8), pad (2), flags (2), lower/upper (4)
+
+
+class DamagedCheckpointError(lmdb.Error):
+    """A writer file that is damaged in a way LMDB would not survive reading."""
+
+
+def check_file_structure(path: Path) -> None:
+    """Refuse a file LMDB would crash on: bad meta pages, or shorter than they say.
+
+    Both meta pages (pages 0 and 1) must carry LMDB's magic and version, and the
+    file must hold every page up to the last one either meta page references.
+    """
+    if struct.calcsize("P") != 8:  # pragma: no cover - the layout below is 64-bit
+        return
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(2 * 65536)
+    if len(head) < 2 * 4096:
+        raise DamagedCheckpointError(f"{size} bytes, smaller than two meta pages")
+    psize = struct.unpack_from("=I", head, _PAGE_HEADER + 24)[0]  # mm_psize (free db pad)
+    if psize < 512 or psize > 65536 or psize & (psize - 1) or len(head) < 2 * psize:
+        raise DamagedCheckpointError(f"invalid page size {psize} in meta page 0")
+    last_pages = []
+    for meta in range(2):
+        off = meta * psize + _PAGE_HEADER
+        magic, version = struct.unpack_from("=II", head, off)
+        if magic != _META_MAGIC or version != _META_VERSION:
+            raise DamagedCheckpointError(f"meta page {meta} is not an LMDB meta page")
+        last_pages.append(struct.unpack_from("=Q", head, off + 120)[0])  # mm_last_pg
+    needed = (max(last_pages) + 1) * psize
+    if size < needed:
+        raise DamagedCheckpointError(
+            f"truncated: {size} bytes, but its meta pages reference {needed}"
+        )
+
+
 def read_checkpoint_file(path: Path) -> tuple[set[str], dict[str, dict[str, Any]]]:
-    """Read one writer file completely; raise on any damage (open or read)."""
+    """Read one writer file completely; raise on any damage (open or read).
+
+    This runs LMDB in the calling process: a page damaged in an unlucky way can
+    still crash it. :class:`CheckpointStore` calls it in a child process.
+    """
+    check_file_structure(Path(path))
     env = lmdb.open(
         str(path), subdir=False, readonly=True, lock=False, max_dbs=2, readahead=False
     )
@@ -110,6 +163,98 @@ def read_checkpoint_file(path: Path) -> tuple[set[str], dict[str, dict[str, Any]
         return completed, {k: v for k, v in stats.items() if k in completed}
     finally:
         env.close()
+
+
+_READER_CODE = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from curator.checkpoint import _reader_main; _reader_main()"
+)
+_READER_TIMEOUT = 600.0
+
+
+def _reader_main() -> None:
+    """Child process: read the files named on stdin, one JSON line per file on stdout.
+
+    ``{"begin": i}`` is written (and flushed) before file ``i`` is read, so the
+    parent knows which file a crash happened in.
+    """
+    paths = json.load(sys.stdin)
+    out = sys.stdout
+    for i, path in enumerate(paths):
+        out.write(json.dumps({"begin": i}) + "\n")
+        out.flush()
+        try:
+            completed, stats = read_checkpoint_file(Path(path))
+            line = {"i": i, "completed": sorted(completed), "stats": stats}
+        except Exception as exc:
+            line = {"i": i, "error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+
+
+ReadResult = tuple[set[str], dict[str, dict[str, Any]]] | BaseException
+
+
+def _read_in_process(paths: list[Path]) -> dict[Path, ReadResult]:
+    results: dict[Path, ReadResult] = {}
+    for path in paths:
+        try:
+            results[path] = read_checkpoint_file(path)
+        except Exception as exc:  # any damage, at open or at read
+            results[path] = exc
+    return results
+
+
+def read_checkpoint_files(paths: Iterable[Path]) -> dict[Path, ReadResult]:
+    """Read writer files in a child process; a file that crashes it is reported as damaged.
+
+    Each file maps to ``(completed, stats)`` or to the exception that made it unreadable.
+    Falls back to reading in this process if no child process can be started.
+    """
+    remaining = list(paths)
+    results: dict[Path, ReadResult] = {}
+    root = str(Path(__file__).resolve().parents[1])
+    while remaining:
+        if not sys.executable:
+            results.update(_read_in_process(remaining))
+            break
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", _READER_CODE, root],
+                input=json.dumps([str(p) for p in remaining]),
+                capture_output=True, text=True, timeout=_READER_TIMEOUT, check=False,
+            )
+            stdout, returncode = proc.stdout, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            raw = exc.stdout or ""
+            stdout = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            returncode = None
+        except OSError:
+            results.update(_read_in_process(remaining))
+            break
+        begun: int | None = None
+        for line in stdout.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if "begin" in record:
+                begun = record["begin"]
+                continue
+            path = remaining[record["i"]]
+            if "error" in record:
+                results[path] = DamagedCheckpointError(record["error"])
+            else:
+                results[path] = (set(record["completed"]), record["stats"])
+        if begun is None:  # the child could not start reading: read here instead
+            results.update(_read_in_process(remaining))
+            break
+        crashed = remaining[begun]
+        if crashed not in results:
+            why = "timed out" if returncode is None else f"exit status {returncode}"
+            results[crashed] = DamagedCheckpointError(f"the reader process died on it ({why})")
+        remaining = [p for p in remaining if p not in results]
+    return results
 
 
 class CheckpointStore:
@@ -139,12 +284,12 @@ class CheckpointStore:
 
     # -- start-up -----------------------------------------------------------------
     def _load_union(self, exclude: Path | None = None) -> None:
-        for path in sorted(self.dir.glob("*.mdb")):
-            if path == exclude:
-                continue
-            try:
-                completed, stats = read_checkpoint_file(path)
-            except Exception as exc:  # any damage, at open or at read
+        paths = [p for p in sorted(self.dir.glob("*.mdb")) if p != exclude]
+        results = read_checkpoint_files(paths)
+        for path in paths:
+            result = results[path]
+            if isinstance(result, BaseException):
+                exc = result
                 log.warning(
                     "resumability: skipping unreadable checkpoint %s (%s: %s); its sources "
                     "will be processed again",
@@ -152,6 +297,7 @@ class CheckpointStore:
                 )
                 self.skipped_files.append(path)
                 continue
+            completed, stats = result
             self._completed |= completed
             self._stats.update(stats)
 

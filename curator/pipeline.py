@@ -189,12 +189,12 @@ class Pipeline:
         started: float,
     ) -> PipelineResult:
         tracker = CompletionTracker(store)
-        sources, early_tasks = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
-        total = len(sources) + len(early_tasks)
-        pending = [t for t in sources if not tracker.is_completed(t.source_id or "")]
-        skipped_ids = [
-            t.source_id or "" for t in sources if tracker.is_completed(t.source_id or "")
-        ]
+        already = tracker.completed
+        sources = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
+        consumed_at_source = adapters[src].is_sink
+        total = len(sources)
+        pending = [t for t in sources if (t.source_id or "") not in already]
+        skipped_ids = [t.source_id or "" for t in sources if (t.source_id or "") in already]
         skipped = len(skipped_ids)
         if store is not None:
             log.info(
@@ -204,8 +204,12 @@ class Pipeline:
         else:
             log.info("%s: %d source partitions", self.name, len(sources))
 
-        results: list[Task] = list(early_tasks)
+        results: list[Task] = []
         this_run: dict[str, dict[str, float]] = {}
+        if consumed_at_source:  # completed in _plan_sources; later stages are untracked
+            this_run = {t.source_id or "": {} for t in pending}
+            if len(adapters) == src + 1:
+                results, pending = list(pending), []
         perf: dict[str, float] = {}
         failures: list[tuple[str, BaseException]] = []
         unfinished: list[str] = []
@@ -222,7 +226,8 @@ class Pipeline:
                         interrupts.signum or failures
                     ):
                         task = queue.pop()
-                        tracker.open(task.source_id or "", task.task_id)
+                        if not consumed_at_source:
+                            tracker.open(task.source_id or "", task.task_id)
                         inflight[executor.submit(task)] = task
                     if not inflight:
                         break
@@ -238,10 +243,13 @@ class Pipeline:
                             tracker.release(sid)
                             unfinished.append(sid)
                             continue
-                        completed = sid in tracker.apply(unit.events, {sid: unit.stats})
-                        if completed:
+                        if consumed_at_source:  # already recorded before dispatch
+                            completed = True
+                        elif sid in tracker.apply(unit.events, {sid: unit.stats}):
+                            completed = True
                             this_run[sid] = unit.stats
                         else:
+                            completed = False
                             tracker.release(sid)
                             unfinished.append(sid)
                         results.extend(unit.tasks)
@@ -289,11 +297,12 @@ class Pipeline:
         adapters: list[StageAdapter],
         initial_tasks: list[Task] | None,
         tracker: CompletionTracker,
-    ) -> tuple[list[Task], list[Task]]:
+    ) -> list[Task]:
         """Run the stages up to and including the source here, in the driver.
 
-        Returns the source partitions to hand out, and any tasks the source stage
-        already consumed as the sink (a single-stage pipeline).
+        Returns the source partitions. When the source stage is also the sink, the
+        partitions it consumed are completed here (sources already complete are
+        left alone).
         """
         if initial_tasks is None:
             tasks: list[Task] = [EmptyTask()]
@@ -309,18 +318,19 @@ class Pipeline:
                 for i in range(0, len(tasks), max(size, 1)):
                     result = adapter.process_batch(tasks[i : i + size])
                     out.extend(result.tasks)
-                    if adapter.is_sink:  # a single-stage pipeline: consumed at the source
+                    if adapter.is_sink:  # consumed at the source
                         fresh = {sid for sid, _ in result.opened if not tracker.is_completed(sid)}
                         for sid, tid in result.opened:
                             if sid in fresh:
                                 tracker.open(sid, tid)
-                        tracker.apply(e for e in result.events if e.source_id in fresh)
+                        tracker.apply(
+                            (e for e in result.events if e.source_id in fresh),
+                            {sid: {} for sid in fresh},
+                        )
                 tasks = out
             finally:
                 adapter.stage.teardown()
-            if adapter.is_source and adapter.is_sink:
-                return [], tasks
-        return tasks, []
+        return tasks
 
     def _raise_if_stopped(
         self,

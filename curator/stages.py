@@ -53,7 +53,9 @@ class ProcessingStage(Generic[X, Y]):
         return self.name or type(self).__name__
 
     def process(self, task: X) -> Y | list[Y] | None:
-        raise NotImplementedError(f"{self.stage_name} implements neither process() nor process_batch()")
+        raise NotImplementedError(
+            f"{self.stage_name} implements neither process() nor process_batch()"
+        )
 
     def process_batch(self, tasks: list[X]) -> list[Y | None]:
         """Default: :meth:`process` per input; a list result is flattened (fan-out)."""

@@ -14,11 +14,12 @@ from curator.stages import ProcessingStage
 from curator.tasks import DocumentBatch, FileGroupTask
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
+_DOTS = re.compile(r"\.{2,}")
 
 
 def safe_name(text: str, max_len: int = 120) -> str:
-    """A file-name-safe form of an untrusted string: no separators, no leading dots."""
-    cleaned = _UNSAFE.sub("-", text).strip(".-")[:max_len]
+    """A file-name-safe form of an untrusted string: no separators, no ``..``, no leading dot."""
+    cleaned = _DOTS.sub(".", _UNSAFE.sub("-", text)).strip(".-")[:max_len]
     return cleaned or "unnamed"
 
 
@@ -35,7 +36,11 @@ def output_stem(task: DocumentBatch | FileGroupTask) -> str:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
-    """Write ``data`` to a hidden temp file beside ``path``, fsync, and rename into place."""
+    """Write ``data`` to a hidden temp file beside ``path``, fsync, and rename into place.
+
+    The directory is fsynced after the rename, so the new name is durable before the
+    caller goes on to record the source as complete (output before checkpoint).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
@@ -45,7 +50,21 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, target)
+    _fsync_dir(target.parent)
     return target
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - filesystems that refuse fsync on a directory
+        pass
+    finally:
+        os.close(fd)
 
 
 def _clear_stale_temps(target: Path) -> None:
