@@ -8,7 +8,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from curator.config import load_config
+from curator.config import _deep_merge, load_config
 from curator.errors import CuratorError
 from curator.steps.ingest import IngestConfig, report_markdown, run_ingest
 from executors import make_executor
@@ -31,7 +31,8 @@ def ingest_flow(
     if isinstance(config, str):
         cfg = load_config(IngestConfig, config, overrides)
     else:
-        cfg = load_config(IngestConfig, None, {**config, **_as_dict(overrides)})
+        # dotted overrides merge into nested blocks (as for a YAML file), not replace them
+        cfg = load_config(IngestConfig, None, _deep_merge(config, _as_dict(overrides)))
     logger = get_run_logger()
     ex = cfg.execution
     executor = PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))

@@ -22,10 +22,10 @@ class FallbackDecoder:
     """Decodes the lines of one file that are not valid UTF-8.
 
     The encoding is chosen once per file, from all of its non-UTF-8 bytes: cp1252
-    when it decodes them and the result reads as Latin-script text (the common
-    case of web text), otherwise charset-normalizer's best guess. A line that the
-    chosen encoding cannot decode is decoded as UTF-8 with replacement characters
-    and counted as lossy.
+    when it decodes them (but for a few stray bytes it leaves undefined) and the
+    result reads as Latin-script text (the common case of web text), otherwise
+    charset-normalizer's best guess. A line that the chosen encoding cannot decode
+    is decoded as UTF-8 with replacement characters and counted as lossy.
     """
 
     sample: bytes
@@ -40,11 +40,13 @@ class FallbackDecoder:
         return self._encoding
 
     def _choose(self) -> str | None:
-        try:
-            text = self.sample.decode("cp1252")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and _plausible_latin(text):
+        # The five bytes cp1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) turn up as
+        # strays in real Windows text; a few of them must not send the whole file to
+        # another guess (mojibake in every line). Lines holding one are decoded lossily.
+        text = self.sample.decode("cp1252", errors="replace")
+        undefined = text.count("\ufffd")
+        high = len(self.sample.translate(None, bytes(range(128))))  # non-ASCII bytes
+        if undefined <= max(1, high // 10) and _plausible_latin(text.replace("\ufffd", "")):
             return "cp1252"
         from charset_normalizer import from_bytes
 

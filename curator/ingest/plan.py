@@ -48,8 +48,10 @@ def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path) -> InputPl
     """Resolve ``input``; skip sidecars and files under ``output_dir``; check formats."""
     found = resolve_input_files(spec, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
     out = str(output_dir.resolve()) + os.sep
-    own = [p for p in found if p.startswith(out)]
-    files = [p for p in found if not p.startswith(out) and Path(p).name not in SIDECARS]
+    # Real paths: a corpus named through a symlink still contains output_dir.
+    own = [p for p in found if os.path.realpath(p).startswith(out)]
+    skipped = set(own)
+    files = [p for p in found if p not in skipped and Path(p).name not in SIDECARS]
     if not files:
         raise CuratorError(
             "input_matched_no_files",

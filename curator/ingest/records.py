@@ -185,10 +185,29 @@ def iter_lines(data: bytes, first_line: int, base_offset: int) -> Iterator[tuple
         start = end + 1
 
 
+def _value_fields(spec: IdentitySpec) -> tuple[str, ...]:
+    """The input fields whose values reach an id or the output (besides the text)."""
+    fields = [*spec.keep_fields, spec.id_from, spec.source_from]
+    if spec.id_from is None:
+        fields += spec.id_fields
+    return tuple(f for f in dict.fromkeys(fields) if f is not None)
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_float(v) for v in value)
+    return False
+
+
 def parse_jsonl(data: bytes, records: PartitionRecords, *, path: str, file_index: int,
                 first_line: int = 1, base_offset: int = 0) -> None:
     """Parse JSONL bytes into ``records``; blank lines are not records."""
     decoder: FallbackDecoder | None = None
+    fields = _value_fields(records.spec)
     for line_no, offset, raw in iter_lines(data, first_line, base_offset):
         encoding = "utf-8"
         try:
@@ -207,6 +226,10 @@ def parse_jsonl(data: bytes, records: PartitionRecords, *, path: str, file_index
                 records.reject("unparsable_line", path=path, line=line_no, offset=offset,
                                raw=text, detail=str(exc))
                 continue
+        # orjson reads integers beyond 64 bits as floats: where a value reaches an id or
+        # the output, take json's exact reading (the id recipe is defined on it).
+        if isinstance(obj, dict) and any(_has_float(obj.get(f)) for f in fields):
+            obj = json.loads(raw if text is None else text)
         records.add(obj, path=path, file_index=file_index, pos=offset, line=line_no,
                     offset=offset, encoding=encoding, raw=text if text is not None else raw)
 

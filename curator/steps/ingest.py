@@ -229,8 +229,16 @@ def _ingest(
     report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
                             "skipped_resumed": parsed.sources_skipped + written.sources_skipped}
     shutil.rmtree(staging, ignore_errors=True)
+    _remove_stale_temps(out)
     if ckpt_root is not None:  # the staging it pointed to is gone: a rerun starts afresh
         shutil.rmtree(ckpt_root, ignore_errors=True)
+
+
+def _remove_stale_temps(out: Path) -> None:
+    """Temp files (``.<name>.tmp-<pid>``) that a killed run's writers left behind."""
+    for pattern in (".part_*.jsonl.tmp-*", f".{REPORT_NAME}.tmp-*", "rejected/.*.jsonl.tmp-*"):
+        for stale in out.glob(pattern):
+            stale.unlink(missing_ok=True)
 
 
 def _is_planned(name: str, n: int) -> bool:
