@@ -45,6 +45,10 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
                     found.add(os.path.abspath(path))
         elif os.path.isfile(text):
             found.add(os.path.abspath(text))
+        else:  # a path named outright must exist: a missing one is not silently skipped
+            raise CuratorError(
+                "input_matched_no_files", f"input path {text!r} does not exist"
+            )
     return sorted(found)
 
 

@@ -139,20 +139,24 @@ def _ingest(
     on_progress: ProgressHook | None,
     report: dict[str, Any],
 ) -> None:
-    spec = config.identity()
-    report["identity"] = _identity_block(config, spec)
-    plan = resolve_inputs(config.input, config.format, out)
-    report["input"] = {
-        "glob": config.input, "format": plan.format, "files": len(plan.files),
-        "skipped_own_output": len(plan.skipped_own_output),
-    }
     ckpt_root = (
         Path(config.execution.checkpoint_path).resolve() / "ingest"
         if config.execution.checkpoint_path
         else None
     )
+    try:
+        spec = config.identity()
+        report["identity"] = _identity_block(config, spec)
+        plan = resolve_inputs(config.input, config.format, out)
+    finally:
+        # The previous run's artifacts go (unless resuming) even when a refusal stops
+        # this run here, so old shards never stand beside a new, failed report.
+        resuming = _prepare_output(out, ckpt_root)
+    report["input"] = {
+        "glob": config.input, "format": plan.format, "files": len(plan.files),
+        "skipped_own_output": len(plan.skipped_own_output),
+    }
     staging, rejected = out / STAGING, out / "rejected"
-    resuming = _prepare_output(out, ckpt_root)
     staging.mkdir(parents=True, exist_ok=True)
     rejected.mkdir(parents=True, exist_ok=True)
 

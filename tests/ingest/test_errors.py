@@ -222,3 +222,21 @@ def test_cli_invalid_config_exits_2(tmp_path: Path, prefect_api: str) -> None:
         err = cli.stderr()
     assert "error: [invalid_config]" in err and "no_such_key" in err and "on_duplicate" in err
     assert not os.path.exists(tmp_path / "output")  # the default output_dir, under cwd
+
+
+def test_a_refusal_before_reading_clears_the_previous_shards(tmp_path: Path) -> None:
+    write_records(tmp_path / "in" / "a.jsonl", [{"text": "a", "url": "u"}])
+    ingest(str(tmp_path / "in"), tmp_path / "out")
+    assert list((tmp_path / "out").glob("part_*.jsonl"))
+    error = ingest_error(str(tmp_path / "in"), tmp_path / "out", id_fields=["url"])
+    assert error.error_id == "invalid_identity_fields"
+    _check_failed_report(tmp_path / "out", "invalid_identity_fields")
+    assert not list((tmp_path / "out").glob("part_*.jsonl"))
+
+
+def test_a_listed_input_path_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    write_records(tmp_path / "in" / "a.jsonl", [{"text": "a", "url": "u"}])
+    missing = str(tmp_path / "in" / "typo.jsonl")
+    error = ingest_error([str(tmp_path / "in" / "a.jsonl"), missing], tmp_path / "out")
+    assert error.error_id == "input_matched_no_files"
+    assert "typo.jsonl" in error.message
