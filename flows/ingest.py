@@ -9,7 +9,6 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from curator.config import _deep_merge, load_config
-from curator.errors import CuratorError
 from curator.steps.ingest import IngestConfig, report_markdown, run_ingest
 from executors import make_executor
 from flows.engine import PrefectTaskExecutor
@@ -37,14 +36,9 @@ def ingest_flow(
     ex = cfg.execution
     executor = PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))
     logger.info("ingest of %s into %s on %s", cfg.input, cfg.output_dir, executor.describe())
-    report: dict[str, Any] = {}
     try:
         with engine_logs_to_prefect():
-            report = run_ingest(cfg, executor, on_progress=PhaseProgress("ingest"))
-        return report
-    except CuratorError as exc:
-        logger.error("%s", exc)
-        raise
+            return run_ingest(cfg, executor, on_progress=PhaseProgress("ingest"))
     finally:
         _publish(cfg)
 
