@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo resume-demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,9 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## Set up and run the resumable example end to end on a generated demo corpus.
+## Set up, generate the demo corpus (docs/demo-corpus.md) and ingest it; print the results.
 demo: $(STAMP)
-	$(BIN)/python examples/resume_demo.py --workdir demo-run --files 12 --delay 0.5
+	$(BIN)/curate demo-corpus --out demo-run/raw
+	$(BIN)/curate ingest --config examples/demo/ingest.yaml
+	$(BIN)/python examples/demo/summary.py --workdir demo-run
+
+## The engine's interrupt-and-resume walk-through (press Ctrl+C midway, run it again).
+resume-demo: $(STAMP)
+	$(BIN)/python examples/resume_demo.py --workdir demo-run/resume --files 12 --delay 0.5
 
 ## Set up and run the lint checks, the layering contract and the test suite.
 test: $(STAMP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -38,6 +39,21 @@ SetOpt = Annotated[
 ]
 
 
+class _NoTracebackForUserErrors(logging.Filter):
+    """A refusal with an error id is the user's to fix: log its message, not a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], CuratorError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_user_errors() -> None:
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logging.getLogger(name).addFilter(_NoTracebackForUserErrors())
+
+
 def fail(exc: CuratorError) -> None:
     """Print a user-facing error and exit with its code."""
     typer.echo(f"error: {exc}", err=True)
@@ -50,6 +66,7 @@ def ingest(config: ConfigOpt, set_: SetOpt = None) -> None:
     from flows.ingest import ingest_flow
     from flows.terminal import progress_bars
 
+    _quiet_user_errors()
     try:
         with progress_bars({"parse": ("parse", "ingest_parse.seen"),
                             "shards": ("write shards", "ingest_shard_writer.written")}):
@@ -63,6 +80,30 @@ def ingest(config: ConfigOpt, set_: SetOpt = None) -> None:
         f"({', '.join(f'{k} {v}' for k, v in report['rejections_by_reason'].items()) or '-'}); "
         f"{len(report['shards'])} shards in {report['output_dir']}; "
         f"report {Path(report['output_dir']) / 'ingest_report.json'}"
+    )
+
+
+@app.command("demo-corpus")
+def demo_corpus(
+    out: Annotated[Path, typer.Option("--out", help="folder to write the raw JSONL into")],
+    docs: Annotated[int, typer.Option("--docs", help="documents (noise lines come on top)")]
+    = 3000,
+    seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 1234,
+) -> None:
+    """Write a deterministic demo corpus: English-like web text with known noise."""
+    from curator.demo import MANIFEST_NAME, generate_demo_corpus
+
+    try:
+        manifest = generate_demo_corpus(out, docs=docs, seed=seed)
+    except CuratorError as exc:
+        fail(exc)
+        return
+    noise = {**manifest["content_kinds"], **manifest["line_noise"]}
+    typer.echo(
+        f"demo corpus: {manifest['docs']} documents (seed {seed}), "
+        f"{len(manifest['files'])} files, {manifest['total_bytes'] / 1e6:.1f} MB in {out}; "
+        f"noise: {', '.join(f'{k} {v}' for k, v in noise.items() if k != 'clean')}; "
+        f"manifest {out / MANIFEST_NAME}"
     )
 
 
