@@ -20,10 +20,10 @@ from pathlib import Path
 
 from curator.errors import CuratorError
 from curator.io import JsonlReader, JsonlWriter
-from curator.pipeline import Pipeline
+from curator.pipeline import Pipeline, Progress
 from curator.stages import ProcessingStage
 from curator.tasks import DocumentBatch
-from executors import LocalExecutor, RayExecutor
+from executors import make_executor
 
 
 @dataclass
@@ -62,31 +62,44 @@ def main(argv: list[str] | None = None) -> int:
 
     os.chdir(args.workdir.resolve() if args.workdir.exists() else _mk(args.workdir))
     make_input(Path("input"), args.files)
-    executor = (
-        LocalExecutor(workers=args.workers)
-        if args.executor == "local"
-        else RayExecutor(workers=args.workers)
-    )
+    # Ray is imported only for --executor ray: the pool's spawned workers re-import
+    # this module, and importing ray in each of them costs seconds.
+    executor = make_executor(args.executor, workers=args.workers)
 
+    # Absolute paths: stages run in worker processes, and a Ray worker's working
+    # directory is not this one when the run joins an existing cluster (RAY_ADDRESS).
+    here = Path.cwd()
     pipeline = Pipeline(name="resume-demo")
     pipeline.add_stage(
-        JsonlReader(file_paths="./input/*.jsonl", files_per_partition=1, fields=["text"])
+        JsonlReader(file_paths=str(here / "input" / "*.jsonl"), files_per_partition=1,
+                    fields=["text"])
     )
     pipeline.add_stage(SlowPassThrough(delay=args.delay))
-    pipeline.add_stage(JsonlWriter(path="./output"))
+    pipeline.add_stage(JsonlWriter(path=str(here / "output")))
     try:
-        result = pipeline.run(executor=executor, checkpoint_path="./checkpoints/resume-demo")
+        result = pipeline.run(
+            executor=executor, checkpoint_path=here / "checkpoints" / "resume-demo",
+            on_progress=_report,
+        )
     except CuratorError as exc:
         print(exc, file=sys.stderr)
         return exc.exit_code
 
-    out = Path("output").resolve()
+    out = here / "output"
     print(
         f"done: {result.sources_completed} partitions written in this run, "
         f"{result.sources_skipped} skipped as already complete; "
         f"{int(result.stats.get('jsonl_writer.rows_written', 0))} documents in {out}"
     )
     return 0
+
+
+def _report(progress: Progress) -> None:
+    """One line per finished partition; "complete" means it is recorded in the checkpoint."""
+    state = "complete" if progress.completed else "NOT complete (it will be processed again)"
+    logging.getLogger("resume-demo").info(
+        "partition %s %s (%d/%d)", progress.source_id, state, progress.done, progress.total
+    )
 
 
 def _mk(path: Path) -> Path:

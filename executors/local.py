@@ -14,9 +14,12 @@ _CHAIN: WorkerChain | None = None
 
 
 def _init_worker(chain: WorkerChain) -> None:
-    # Ctrl+C reaches the whole process group: the driver decides how to stop, and
-    # a worker finishes the partition it holds so its output is complete.
+    # Ctrl+C reaches the whole process group, and so does a SIGTERM sent to the group
+    # (a batch scheduler's time limit, ``kill -TERM -PGID``): the driver decides how to
+    # stop, and a worker finishes the partition it holds so its output is complete.
+    # The driver stops workers with SIGKILL when it abandons them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     global _CHAIN
     _CHAIN = chain
 
@@ -64,7 +67,7 @@ class LocalExecutor(Executor):
         if abandon:
             # No public API stops running workers before Python 3.14.
             for process in list(getattr(pool, "_processes", {}).values()):
-                process.terminate()
+                process.kill()  # workers ignore SIGTERM (see _init_worker)
             pool.shutdown(wait=False, cancel_futures=True)
         else:
             pool.shutdown(wait=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
+import threading
 from typing import Any
 
 import ray
@@ -11,7 +13,11 @@ import ray
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
 from curator.tasks import Task
 
-#: A small local Ray, enough for this machine's tests and demos; bound to loopback.
+#: A small local Ray, enough for this machine's tests and demos. ``_node_ip_address``
+#: asks for loopback, but Ray 2.60 rewrites 127.0.0.1 to the machine's routable IP
+#: (``services.resolve_ip_for_localhost``) and then listens on every interface, unless
+#: the process runs with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set before ray is
+#: imported; single-machine use only, it also stops a driver joining a remote node).
 LOCAL_INIT_DEFAULTS: dict[str, Any] = {
     "include_dashboard": False,
     "log_to_driver": False,
@@ -50,7 +56,10 @@ class RayExecutor(Executor):
         self._owned = False
         self._chain_ref: Any = None
         self._remote: Any = None
-        self._refs: list[Any] = []
+        # Units in flight only: a finished unit's ref is dropped at once, so its result
+        # is not pinned in the object store for the rest of the run.
+        self._refs: dict[int, Any] = {}
+        self._refs_lock = threading.Lock()
 
     @property
     def capacity(self) -> int:
@@ -73,17 +82,24 @@ class RayExecutor(Executor):
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
         ref = self._remote.remote(self._chain_ref, task)
-        self._refs.append(ref)
-        return ref.future()
+        future = ref.future()
+        key = id(future)
+        with self._refs_lock:
+            self._refs[key] = ref
+        future.add_done_callback(lambda _f: self._forget(key))
+        return future
+
+    def _forget(self, key: int) -> None:
+        with self._refs_lock:
+            self._refs.pop(key, None)
 
     def stop(self, abandon: bool = False) -> None:
+        with self._refs_lock:
+            refs, self._refs = list(self._refs.values()), {}
         if abandon:
-            for ref in self._refs:
-                try:
+            for ref in refs:
+                with contextlib.suppress(Exception):  # already finished or gone
                     ray.cancel(ref, force=True)
-                except Exception:  # noqa: BLE001 - already finished or gone
-                    pass
-        self._refs = []
         self._chain_ref = None
         if self._owned:
             ray.shutdown()
