@@ -28,6 +28,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,22 @@ def read_checkpoint_files(paths: Iterable[Path]) -> dict[Path, ReadResult]:
     return results
 
 
+_CLAIMED: set[Path] = set()
+_CLAIMED_LOCK = threading.Lock()
+
+
+def _claim_writer_file(directory: Path, writer_id: str) -> Path:
+    """This writer's file; a second store on the same directory in the same process
+    (two pipelines at once) gets ``<id>-2.mdb`` and so on, never the same file."""
+    with _CLAIMED_LOCK:
+        path, n = directory / f"{writer_id}.mdb", 1
+        while path in _CLAIMED:
+            n += 1
+            path = directory / f"{writer_id}-{n}.mdb"
+        _CLAIMED.add(path)
+        return path
+
+
 class CheckpointStore:
     """Completed source ids for one checkpoint directory, as seen by one writer."""
 
@@ -273,12 +290,19 @@ class CheckpointStore:
             check_local_filesystem(self.root)
         self.dir = self.root / METADATA_DIRNAME
         self.dir.mkdir(exist_ok=True)
-        self.path = self.dir / f"{_safe_writer_id(writer_id or default_writer_id())}.mdb"
+        self.path = _claim_writer_file(
+            self.dir, _safe_writer_id(writer_id or default_writer_id())
+        )
         self.skipped_files: list[Path] = []
         self._completed: set[str] = set()
         self._stats: dict[str, dict[str, Any]] = {}
-        self._load_union()
-        self._env = self._open_own(map_size)
+        try:
+            self._load_union()
+            self._env = self._open_own(map_size)
+        except BaseException:
+            with _CLAIMED_LOCK:
+                _CLAIMED.discard(self.path)
+            raise
         self._db = self._env.open_db(COMPLETED_DB)
         self._stats_db = self._env.open_db(STATS_DB)
 
@@ -362,6 +386,8 @@ class CheckpointStore:
         if self._env is not None:
             self._env.close()
             self._env = None  # type: ignore[assignment]
+            with _CLAIMED_LOCK:
+                _CLAIMED.discard(self.path)
 
     def __enter__(self) -> CheckpointStore:
         return self

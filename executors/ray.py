@@ -13,11 +13,8 @@ import ray
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
 from curator.tasks import Task
 
-#: A small local Ray, enough for this machine's tests and demos. ``_node_ip_address``
-#: asks for loopback, but Ray 2.60 rewrites 127.0.0.1 to the machine's routable IP
-#: (``services.resolve_ip_for_localhost``) and then listens on every interface, unless
-#: the process runs with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set before ray is
-#: imported; single-machine use only, it also stops a driver joining a remote node).
+#: A small local Ray, enough for this machine's tests and demos, bound to loopback
+#: (see :func:`_keep_local_ray_on_loopback`).
 LOCAL_INIT_DEFAULTS: dict[str, Any] = {
     "include_dashboard": False,
     "log_to_driver": False,
@@ -25,6 +22,22 @@ LOCAL_INIT_DEFAULTS: dict[str, Any] = {
     "object_store_memory": 256 * 1024 * 1024,
     "_node_ip_address": "127.0.0.1",
 }
+
+
+def _keep_local_ray_on_loopback() -> None:
+    """Make a Ray that this process starts listen on 127.0.0.1 only.
+
+    ``_node_ip_address="127.0.0.1"`` alone is not enough: Ray 2.60 rewrites it to the
+    machine's routable address and listens on every interface, unless cluster mode
+    is off (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read once when ray is imported).
+    For a Ray started here, single-machine by definition, the variable is set for the
+    processes Ray spawns, and the already imported constant is updated to match.
+    Joining a cluster by address never goes through here.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def _ray_run(chain: WorkerChain, task: Task) -> UnitResult:
@@ -72,6 +85,7 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             kwargs = dict(self.init_kwargs)
             if self.address is None:
+                _keep_local_ray_on_loopback()
                 kwargs = {**LOCAL_INIT_DEFAULTS, **kwargs}
                 if self.workers:
                     kwargs.setdefault("num_cpus", self.workers)

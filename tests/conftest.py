@@ -36,6 +36,9 @@ _ENV = {
     "PREFECT_SERVER_UI_ENABLED": "false",
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_AUTH_MODE": "disabled",
+    # Ray started by the tests is single-machine: keep it on 127.0.0.1 (see
+    # executors/ray.py, _keep_local_ray_on_loopback).
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
     "CURATE_TEST_RAY_TMP": str(_RAY_TMP),
 }
 for _service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "TRIGGERS", "DB_VACUUM",
@@ -84,7 +87,7 @@ def _flush_prefect_clients() -> None:
 
         APILogWorker.drain_all(timeout=5)
         EventsWorker.drain_all(timeout=5)
-    except Exception:  # noqa: BLE001 - best effort at shutdown
+    except Exception:
         pass
 
 

@@ -80,6 +80,10 @@ class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
     fields: list[str] | None = None
     name: str = "jsonl_writer"
 
+    def __post_init__(self) -> None:
+        # Resolved where the pipeline is built: a worker's directory may differ.
+        self.path = os.path.abspath(self.path)
+
     def process(self, task: DocumentBatch) -> FileGroupTask:
         df = task.to_polars()
         if self.fields is not None:
@@ -105,6 +109,10 @@ class ParquetWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
     path: str | os.PathLike[str] = "."
     compression: str = "snappy"
     name: str = "parquet_writer"
+
+    def __post_init__(self) -> None:
+        # Resolved where the pipeline is built: a worker's directory may differ.
+        self.path = os.path.abspath(self.path)
 
     def process(self, task: DocumentBatch) -> FileGroupTask:
         table = task.to_arrow()

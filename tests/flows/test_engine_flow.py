@@ -51,8 +51,12 @@ def _pipeline(inp: Path, out: Path, fail_on: str = "") -> Pipeline:
 
 async def _runs(flow_name: str):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter
-    from prefect.client.schemas.filters import FlowRunFilterId
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterId,
+    )
 
     async with get_client() as client:
         flow_runs = await client.read_flow_runs(
@@ -108,7 +112,7 @@ def test_flow_runs_each_partition_as_a_task_run_and_resumes(prefect_api, tmp_pat
     assert second.stats == first.stats  # merged from the checkpoint on disk
 
     runs = _wait_for_task_runs(name, [4, 0])
-    (fr1, trs1, arts1), (fr2, trs2, _arts2) = runs
+    (fr1, trs1, arts1), (fr2, _trs2, _arts2) = runs
     assert fr1.state.is_completed() and fr2.state.is_completed()
     parts = sorted(t.name for t in trs1 if t.name.startswith("partition-"))
     assert parts == sorted(f"partition-{p.stem}" for p in out.iterdir())

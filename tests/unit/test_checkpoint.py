@@ -339,3 +339,23 @@ def test_gap9_env_override_accepts_a_network_filesystem(tmp_path, monkeypatch) -
 def test_gap9_unknown_mounts_are_not_refused(tmp_path) -> None:
     assert filesystem_type(tmp_path, tmp_path / "no-such-mounts") is None
     check_local_filesystem(tmp_path, tmp_path / "no-such-mounts")
+
+
+def test_two_stores_on_one_directory_in_one_process_get_their_own_files(tmp_path) -> None:
+    """Two pipelines at once in one process with the same checkpoint path: no clash."""
+    from curator.checkpoint import CheckpointStore
+
+    first = CheckpointStore(tmp_path, writer_id="host-1")
+    second = CheckpointStore(tmp_path, writer_id="host-1")
+    try:
+        assert first.path != second.path
+        first.mark_completed({"a": None})
+        second.mark_completed({"b": None})
+    finally:
+        first.close()
+        second.close()
+    names = sorted(p.name for p in (tmp_path / ".nemo_curator_metadata").glob("*.mdb"))
+    assert names == ["host-1-2.mdb", "host-1.mdb"]
+    with CheckpointStore(tmp_path, writer_id="host-1") as third:  # released on close
+        assert third.path.name == "host-1.mdb"
+        assert third.completed == {"a", "b"}

@@ -310,3 +310,12 @@ def test_hostile_deterministic_id_writes_inside_the_output_dir(tmp_path) -> None
     path = Path(written.data[0])
     assert path.parent == out and path.name == "escape.jsonl"
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["escape.jsonl"]
+
+
+def test_writer_paths_are_resolved_where_the_pipeline_is_built(tmp_path, monkeypatch) -> None:
+    """A worker may run in another directory (a Ray worker joined by address)."""
+    from curator.io import JsonlWriter, ParquetWriter
+
+    monkeypatch.chdir(tmp_path)
+    assert JsonlWriter(path="out").path == str(tmp_path / "out")
+    assert ParquetWriter(path="./pq").path == str(tmp_path / "pq")
