@@ -138,8 +138,15 @@ def check_file_structure(path: Path) -> None:
         )
 
 
-def read_checkpoint_file(path: Path) -> tuple[set[str], dict[str, dict[str, Any]]]:
+def read_checkpoint_file(
+    path: Path, with_stats: bool = True
+) -> tuple[set[str], dict[str, dict[str, Any]]]:
     """Read one writer file completely; raise on any damage (open or read).
+
+    Statistics are parsed only when asked for: a run needs them at its end, not
+    at start-up, where parsing them was most of the time to open a large union.
+    Their pages are read either way, so a file damaged there is refused at once,
+    never counted complete at start and dropped at the end.
 
     This runs LMDB in the calling process: a page damaged in an unlucky way can
     still crash it. :class:`CheckpointStore` calls it in a child process.
@@ -157,10 +164,12 @@ def read_checkpoint_file(path: Path) -> tuple[set[str], dict[str, dict[str, Any]
             db = env.open_db(COMPLETED_DB, create=False)
             with env.begin(db=db) as txn:
                 completed = {k.decode("utf-8") for k, _ in txn.cursor()}
-        if STATS_DB in names:
+        if STATS_DB in names:  # always walked, so damage there is found at start-up too
             db = env.open_db(STATS_DB, create=False)
             with env.begin(db=db) as txn:
-                stats = {k.decode("utf-8"): json.loads(v) for k, v in txn.cursor()}
+                raw = {k: bytes(v) for k, v in txn.cursor()}
+            if with_stats:
+                stats = {k.decode("utf-8"): json.loads(v) for k, v in raw.items()}
         return completed, {k: v for k, v in stats.items() if k in completed}
     finally:
         env.close()
@@ -179,13 +188,14 @@ def _reader_main() -> None:
     ``{"begin": i}`` is written (and flushed) before file ``i`` is read, so the
     parent knows which file a crash happened in.
     """
-    paths = json.load(sys.stdin)
+    request = json.load(sys.stdin)
+    paths, with_stats = request["paths"], request["with_stats"]
     out = sys.stdout
     for i, path in enumerate(paths):
         out.write(json.dumps({"begin": i}) + "\n")
         out.flush()
         try:
-            completed, stats = read_checkpoint_file(Path(path))
+            completed, stats = read_checkpoint_file(Path(path), with_stats)
             line = {"i": i, "completed": sorted(completed), "stats": stats}
         except Exception as exc:
             line = {"i": i, "error": f"{type(exc).__name__}: {exc}"}
@@ -196,17 +206,19 @@ def _reader_main() -> None:
 ReadResult = tuple[set[str], dict[str, dict[str, Any]]] | BaseException
 
 
-def _read_in_process(paths: list[Path]) -> dict[Path, ReadResult]:
+def _read_in_process(paths: list[Path], with_stats: bool) -> dict[Path, ReadResult]:
     results: dict[Path, ReadResult] = {}
     for path in paths:
         try:
-            results[path] = read_checkpoint_file(path)
+            results[path] = read_checkpoint_file(path, with_stats)
         except Exception as exc:  # any damage, at open or at read
             results[path] = exc
     return results
 
 
-def read_checkpoint_files(paths: Iterable[Path]) -> dict[Path, ReadResult]:
+def read_checkpoint_files(
+    paths: Iterable[Path], with_stats: bool = True
+) -> dict[Path, ReadResult]:
     """Read writer files in a child process; a file that crashes it is reported as damaged.
 
     Each file maps to ``(completed, stats)`` or to the exception that made it unreadable.
@@ -217,12 +229,13 @@ def read_checkpoint_files(paths: Iterable[Path]) -> dict[Path, ReadResult]:
     root = str(Path(__file__).resolve().parents[1])
     while remaining:
         if not sys.executable:
-            results.update(_read_in_process(remaining))
+            results.update(_read_in_process(remaining, with_stats))
             break
         try:
             proc = subprocess.run(
                 [sys.executable, "-c", _READER_CODE, root],
-                input=json.dumps([str(p) for p in remaining]),
+                input=json.dumps({"paths": [str(p) for p in remaining],
+                                  "with_stats": with_stats}),
                 capture_output=True, text=True, timeout=_READER_TIMEOUT, check=False,
             )
             stdout, returncode = proc.stdout, proc.returncode
@@ -231,7 +244,7 @@ def read_checkpoint_files(paths: Iterable[Path]) -> dict[Path, ReadResult]:
             stdout = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
             returncode = None
         except OSError:
-            results.update(_read_in_process(remaining))
+            results.update(_read_in_process(remaining, with_stats))
             break
         begun: int | None = None
         for line in stdout.splitlines():
@@ -248,7 +261,7 @@ def read_checkpoint_files(paths: Iterable[Path]) -> dict[Path, ReadResult]:
             else:
                 results[path] = (set(record["completed"]), record["stats"])
         if begun is None:  # the child could not start reading: read here instead
-            results.update(_read_in_process(remaining))
+            results.update(_read_in_process(remaining, with_stats))
             break
         crashed = remaining[begun]
         if crashed not in results:
@@ -296,6 +309,7 @@ class CheckpointStore:
         self.skipped_files: list[Path] = []
         self._completed: set[str] = set()
         self._stats: dict[str, dict[str, Any]] = {}
+        self._stats_loaded = False  # statistics are read from disk when first asked for
         try:
             self._load_union()
             self._env = self._open_own(map_size)
@@ -307,9 +321,9 @@ class CheckpointStore:
         self._stats_db = self._env.open_db(STATS_DB)
 
     # -- start-up -----------------------------------------------------------------
-    def _load_union(self, exclude: Path | None = None) -> None:
+    def _load_union(self, exclude: Path | None = None, with_stats: bool = False) -> None:
         paths = [p for p in sorted(self.dir.glob("*.mdb")) if p != exclude]
-        results = read_checkpoint_files(paths)
+        results = read_checkpoint_files(paths, with_stats)
         for path in paths:
             result = results[path]
             if isinstance(result, BaseException):
@@ -345,12 +359,15 @@ class CheckpointStore:
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Statistics of every completed source, from every readable writer file."""
+        if not self._stats_loaded:
+            return self.refreshed_stats()
         return {sid: self._stats[sid] for sid in self._completed if sid in self._stats}
 
     def refreshed_stats(self) -> dict[str, dict[str, Any]]:
         """Re-read every writer file from disk (this writer's through its open handle)."""
         self._completed, self._stats, self.skipped_files = set(), {}, []
-        self._load_union(exclude=self.path)
+        self._load_union(exclude=self.path, with_stats=True)
+        self._stats_loaded = True
         with self._env.begin(db=self._db) as txn:
             self._completed |= {k.decode("utf-8") for k, _ in txn.cursor()}
         with self._env.begin(db=self._stats_db) as txn:

@@ -31,6 +31,11 @@ from curator.tasks import EmptyTask, Task
 
 log = logging.getLogger("curator.pipeline")
 
+#: Units handed to an executor per slot of its capacity. Two keep every worker busy
+#: while the driver records what returned (one durable commit per group), instead
+#: of idling a worker for each commit.
+IN_FLIGHT_PER_SLOT = 2
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -222,7 +227,7 @@ class Pipeline:
         try:
             with _Interrupts() as interrupts:
                 while queue or inflight:
-                    while queue and len(inflight) < executor.capacity and not (
+                    while queue and len(inflight) < IN_FLIGHT_PER_SLOT * executor.capacity and not (
                         interrupts.signum or failures
                     ):
                         task = queue.pop()
@@ -232,24 +237,26 @@ class Pipeline:
                     if not inflight:
                         break
                     finished, _ = cf.wait(inflight, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+                    returned: list[tuple[str, UnitResult]] = []
                     for future in finished:
-                        task = inflight.pop(future)
-                        sid = task.source_id or ""
+                        sid = inflight.pop(future).source_id or ""
                         try:
-                            unit = future.result()
+                            returned.append((sid, future.result()))
                         except BaseException as exc:
                             log.error("%s: source partition %s failed: %s", self.name, sid, exc)
                             failures.append((sid, exc))
                             tracker.release(sid)
                             unfinished.append(sid)
-                            continue
-                        if consumed_at_source:  # already recorded before dispatch
-                            completed = True
-                        elif sid in tracker.apply(unit.events, {sid: unit.stats}):
-                            completed = True
+                    # One durable commit for every partition that returned together.
+                    newly = set() if consumed_at_source else set(tracker.apply(
+                        [e for _, unit in returned for e in unit.events],
+                        {sid: unit.stats for sid, unit in returned},
+                    ))
+                    for sid, unit in returned:
+                        completed = consumed_at_source or sid in newly
+                        if sid in newly:
                             this_run[sid] = unit.stats
-                        else:
-                            completed = False
+                        elif not completed:
                             tracker.release(sid)
                             unfinished.append(sid)
                         results.extend(unit.tasks)
@@ -261,6 +268,8 @@ class Pipeline:
                                 Progress(done, len(pending), sid, completed,
                                          sum(t.num_items for t in unit.tasks), unit.stats)
                             )
+                    if (interrupts.signum or failures) and inflight:
+                        self._cancel_waiting(inflight, tracker, unfinished)
                     if interrupts.count >= 2:
                         abandon = True
                         break
@@ -291,6 +300,18 @@ class Pipeline:
             result.seconds,
         )
         return result
+
+    @staticmethod
+    def _cancel_waiting(
+        inflight: dict[cf.Future[UnitResult], Task],
+        tracker: CompletionTracker,
+        unfinished: list[str],
+    ) -> None:
+        """On a drain, partitions still queued (not yet started) are not waited for."""
+        for future in [f for f in inflight if f.cancel()]:
+            sid = inflight.pop(future).source_id or ""
+            tracker.release(sid)
+            unfinished.append(sid)
 
     def _plan_sources(
         self,

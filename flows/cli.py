@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_file
+from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_files
 from curator.errors import CuratorError
 
 # Defaults for a Prefect that runs without a configured server (a temporary local
@@ -117,12 +117,14 @@ def checkpoint_show(
     if not meta.is_dir():
         fail(CuratorError("checkpoint_not_found", f"no checkpoint metadata under {path}"))
     writers, damaged, union = [], [], set()
-    for file in sorted(meta.glob("*.mdb")):
-        try:
-            completed, _stats = read_checkpoint_file(file)
-        except Exception as exc:
-            damaged.append({"file": file.name, "error": f"{type(exc).__name__}: {exc}"})
+    files = sorted(meta.glob("*.mdb"))
+    results = read_checkpoint_files(files, with_stats=False)  # in a child: LMDB may crash
+    for file in files:
+        result = results[file]
+        if isinstance(result, BaseException):
+            damaged.append({"file": file.name, "error": f"{type(result).__name__}: {result}"})
             continue
+        completed, _stats = result
         writers.append({"file": file.name, "completed": len(completed)})
         union |= completed
     report = {"checkpoint": str(path), "completed_sources": len(union), "writers": writers,

@@ -67,9 +67,34 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _clear_stale_temps(target: Path) -> None:
-    for stale in target.parent.glob(f".{target.name}.tmp-*"):
-        stale.unlink(missing_ok=True)
+_TEMP_NAME = re.compile(r"\..+\.tmp-(\d+)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clear_stale_temps(directory: Path, done: set[Path]) -> None:
+    """Remove temp files that dead writers left in ``directory``, once per run and worker.
+
+    Once, not per write: listing a directory of N outputs for each of N writes is
+    quadratic. A temp file of a live process (another worker writing right now) is
+    left alone; the pid is in its name. ``done`` is the writer's own record.
+    """
+    if directory in done or not directory.is_dir():
+        return
+    done.add(directory)
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            match = _TEMP_NAME.fullmatch(entry.name)
+            if match and not _pid_alive(int(match.group(1))):
+                Path(entry.path).unlink(missing_ok=True)
 
 
 @dataclass
@@ -83,13 +108,17 @@ class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
     def __post_init__(self) -> None:
         # Resolved where the pipeline is built: a worker's directory may differ.
         self.path = os.path.abspath(self.path)
+        self._cleaned: set[Path] = set()
+
+    def setup(self) -> None:
+        self._cleaned = set()  # a fresh run in this worker looks for stale temps again
 
     def process(self, task: DocumentBatch) -> FileGroupTask:
         df = task.to_polars()
         if self.fields is not None:
             df = df.select(self.fields)
         target = Path(self.path) / f"{output_stem(task)}.jsonl"
-        _clear_stale_temps(target)
+        _clear_stale_temps(target.parent, self._cleaned)
         buf = io.BytesIO()
         if df.height:
             df.write_ndjson(buf)
@@ -113,11 +142,15 @@ class ParquetWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
     def __post_init__(self) -> None:
         # Resolved where the pipeline is built: a worker's directory may differ.
         self.path = os.path.abspath(self.path)
+        self._cleaned: set[Path] = set()
+
+    def setup(self) -> None:
+        self._cleaned = set()  # a fresh run in this worker looks for stale temps again
 
     def process(self, task: DocumentBatch) -> FileGroupTask:
         table = task.to_arrow()
         target = Path(self.path) / f"{output_stem(task)}.parquet"
-        _clear_stale_temps(target)
+        _clear_stale_temps(target.parent, self._cleaned)
         buf = io.BytesIO()
         pq.write_table(table, buf, compression=self.compression)
         write_atomic(target, buf.getvalue())

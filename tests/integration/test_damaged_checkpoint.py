@@ -53,10 +53,10 @@ def test_damaged_writer_file_is_skipped_and_its_sources_replay(
 ) -> None:
     workdir = tmp_path / "wd"
     meta = checkpoint_dir(workdir)
-    _interrupted_run(workdir, "first", 3)
+    _interrupted_run(workdir, "first", 1)
     (damaged,) = writer_files(meta)
     lost = read_checkpoint_file(damaged)[0]
-    _interrupted_run(workdir, "second", 2)
+    _interrupted_run(workdir, "second", 1)
     (kept,) = [p for p in writer_files(meta) if p != damaged]
     survived = read_checkpoint_file(kept)[0]
     assert lost and survived and not lost & survived

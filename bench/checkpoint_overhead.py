@@ -1,0 +1,237 @@
+"""Checkpoint overhead: the same pipeline with and without ``checkpoint_path``.
+
+JsonlReader(files_per_partition=1) -> a light polars stage -> JsonlWriter over many
+small files (one source partition per file), on LocalExecutor(workers=2) and on
+InlineExecutor. Runs alternate with/without so drift hits both alike; every run
+gets a fresh output directory and (when checkpointed) a fresh checkpoint directory.
+Reports the median wall time of each variant, the ratio of the medians, the median
+of the per-repetition ratios, and where the checkpoint's time goes in the driver
+(the durable commits and the end-of-run statistics merge).
+
+Target (project issue): checkpoint overhead < 2% of wall time.
+
+    .venv/bin/python bench/checkpoint_overhead.py                  # full: 1,000 partitions
+    .venv/bin/python bench/checkpoint_overhead.py --files 200 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import _common as C
+import polars as pl
+
+from curator.checkpoint import CheckpointStore
+from curator.execution import InlineExecutor
+from curator.io import JsonlReader, JsonlWriter
+from curator.pipeline import Pipeline
+from curator.stages import ProcessingStage
+from curator.tasks import DocumentBatch
+from executors import LocalExecutor
+
+NAME = "checkpoint_overhead"
+TARGET = 0.02
+
+
+@dataclass
+class LightStats(ProcessingStage[DocumentBatch, DocumentBatch]):
+    """A light columnar step: character and word counts per document."""
+
+    name: str = "light_stats"
+
+    def process(self, task: DocumentBatch) -> DocumentBatch:
+        df = task.to_polars().with_columns(
+            n_chars=pl.col("text").str.len_chars(),
+            n_words=pl.col("text").str.count_matches(" ") + 1,
+        )
+        self.stat_update("docs", df.height)
+        return DocumentBatch(dataset_name=task.dataset_name, data=df,
+                             _metadata=dict(task._metadata))
+
+
+class DriverClock:
+    """Wraps CheckpointStore methods (in this process only) to time what the driver spends."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        for name in ("__init__", "mark_completed", "refreshed_stats", "close"):
+            setattr(CheckpointStore, name, self._wrap(name, getattr(CheckpointStore, name)))
+
+    def _wrap(self, name, fn):
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+                self.calls[name] = self.calls.get(name, 0) + 1
+        return timed
+
+    def reset(self) -> None:
+        self.seconds, self.calls = {}, {}
+
+
+class PrefetchLocalExecutor(LocalExecutor):
+    """What-if, bench only: two units per worker in flight instead of one.
+
+    Pipeline.run keeps ``executor.capacity`` units in flight; LocalExecutor's
+    capacity is its worker count, so while the driver commits a finished
+    partition's checkpoint a worker waits for its next unit. With a second unit
+    queued in the pool, the commit overlaps the work.
+    """
+
+    @property
+    def capacity(self) -> int:
+        return 2 * self.workers
+
+
+def build(inp: Path, out: Path) -> Pipeline:
+    return Pipeline(
+        name="checkpoint-overhead",
+        stages=[
+            JsonlReader(file_paths=str(inp), files_per_partition=1),
+            LightStats(),
+            JsonlWriter(path=str(out)),
+        ],
+    )
+
+
+def make_executor(kind: str, workers: int):
+    if kind == "local":
+        return LocalExecutor(workers=workers)
+    if kind == "local-prefetch":
+        return PrefetchLocalExecutor(workers=workers)
+    return InlineExecutor()
+
+
+def label(kind: str, workers: int) -> str:
+    if kind == "local-prefetch":
+        return f"local(workers={workers}), {2 * workers} in flight (what-if)"
+    return kind if kind == "inline" else f"local(workers={workers})"
+
+
+def one_run(kind: str, workers: int, inp: Path, work: Path, checkpoint: bool,
+            clock: DriverClock) -> dict[str, float]:
+    out = C.fresh(work / "out")
+    ckpt = C.fresh(work / "ckpt") if checkpoint else None
+    clock.reset()
+    start = time.perf_counter()
+    result = build(inp, out).run(executor=make_executor(kind, workers), checkpoint_path=ckpt)
+    wall = time.perf_counter() - start
+    assert result.sources_completed == result.sources_total, result.sources_pending
+    return {
+        "wall_s": wall,
+        "commit_s": clock.seconds.get("mark_completed", 0.0),
+        "commits": clock.calls.get("mark_completed", 0),
+        "open_s": clock.seconds.get("__init__", 0.0),
+        "merge_s": clock.seconds.get("refreshed_stats", 0.0),
+        "partitions": result.sources_total,
+    }
+
+
+def commit_batching(tmp: Path, sources: int, batches: tuple[int, ...]) -> dict[str, float]:
+    """The durable commit alone: ms per source when ``k`` sources share one commit."""
+    out: dict[str, float] = {}
+    stats = {"jsonl_reader.items_in": 1, "light_stats.docs": 8, "jsonl_writer.rows_written": 8}
+    for k in batches:
+        store = CheckpointStore(C.fresh(tmp / f"batch-{k}"), writer_id="bench")
+        ids = [f"{i:012x}" for i in range(sources)]
+        start = time.perf_counter()
+        for i in range(0, sources, k):
+            store.mark_completed({sid: stats for sid in ids[i : i + k]})
+        out[str(k)] = (time.perf_counter() - start) / sources * 1e3
+        store.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1000, help="source partitions (1 file each)")
+    parser.add_argument("--docs-per-file", type=int, default=8)
+    parser.add_argument("--reps", type=int, default=7, help="measured runs per variant")
+    parser.add_argument("--executors", default="local,inline,local-prefetch",
+                        help="local, inline, local-prefetch (a what-if: 2 units per worker)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--quiet-wait", type=float, default=60,
+                        help="wait up to this many seconds for other CPU load to settle")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    parser.add_argument("--out", type=Path, default=None, help="result JSON path")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    C.wait_for_quiet(args.quiet_wait)
+    clock = DriverClock()
+    summary: dict[str, dict[str, object]] = {}
+    with C.temp_dir(NAME, keep=args.keep) as tmp:
+        inp = tmp / "input"
+        t0 = time.perf_counter()
+        size = C.write_corpus(inp, args.files, seed=args.seed, docs_per_file=args.docs_per_file)
+        print(f"corpus: {args.files} files x {args.docs_per_file} docs = {size / 1e6:.1f} MB "
+              f"(generated in {time.perf_counter() - t0:.1f}s)")
+        for kind in args.executors.split(","):
+            one_run(kind, args.workers, inp, tmp, True, clock)  # warm-up: page cache, imports
+            runs: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+            for rep in range(args.reps):
+                order = (False, True) if rep % 2 == 0 else (True, False)
+                for checkpoint in order:
+                    runs[checkpoint].append(one_run(kind, args.workers, inp, tmp, checkpoint,
+                                                    clock))
+            plain = [r["wall_s"] for r in runs[False]]
+            ckpt = [r["wall_s"] for r in runs[True]]
+            paired = [c / p for c, p in zip(ckpt, plain, strict=True)]
+            commit = [r["commit_s"] for r in runs[True]]
+            summary[kind] = {
+                "executor": label(kind, args.workers),
+                "partitions": runs[True][0]["partitions"],
+                "wall_plain_s": plain,
+                "wall_checkpoint_s": ckpt,
+                "median_plain_s": C.median(plain),
+                "median_checkpoint_s": C.median(ckpt),
+                "ratio_of_medians": C.median(ckpt) / C.median(plain),
+                "median_paired_ratio": C.median(paired),
+                "overhead_pct": (C.median(paired) - 1) * 100,
+                "driver_commit_s_median": C.median(commit),
+                "commit_ms_per_partition": C.median(commit) / runs[True][0]["partitions"] * 1e3,
+                "commit_share_of_wall_pct": C.median(
+                    [r["commit_s"] / r["wall_s"] * 100 for r in runs[True]]),
+                "commits_per_run": runs[True][0]["commits"],
+                "store_open_s_median": C.median([r["open_s"] for r in runs[True]]),
+                "stats_merge_s_median": C.median([r["merge_s"] for r in runs[True]]),
+                "partition_ms_for_2pct": (C.median(ckpt) - C.median(plain))
+                / runs[True][0]["partitions"] * 1e3 / TARGET,
+                "target_met": (C.median(paired) - 1) < TARGET,
+            }
+            print(f"  {kind}: done ({args.reps} reps per variant)")
+        batching = commit_batching(tmp, args.files, (1, 10, 100))
+
+    print()
+    C.print_table(
+        ["executor", "partitions", "plain s", "ckpt s", "ratio", "paired", "overhead %",
+         "commit ms/part", "commit % wall", "< 2%?"],
+        [[s["executor"], s["partitions"], s["median_plain_s"], s["median_checkpoint_s"],
+          s["ratio_of_medians"], s["median_paired_ratio"], s["overhead_pct"],
+          s["commit_ms_per_partition"], s["commit_share_of_wall_pct"],
+          "yes" if s["target_met"] else "NO"] for s in summary.values()],
+    )
+    print("\ndurable LMDB commit alone, ms per source, by sources per commit: "
+          + ", ".join(f"{k}: {v:.3f}" for k, v in batching.items()))
+    C.write_result(NAME, {
+        "target": "checkpoint overhead < 2% of wall time",
+        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "corpus_bytes": size,
+        "results": summary,
+        "commit_ms_per_source_by_batch": batching,
+    }, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
