@@ -98,12 +98,11 @@ def _clear_stale_temps(directory: Path, done: set[Path]) -> None:
 
 
 @dataclass
-class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
-    """Write each batch to ``<path>/<stem>.jsonl``; a replay overwrites, never appends."""
+class _FileWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
+    """A sink writing one file per batch, named from its source id, atomically."""
 
     path: str | os.PathLike[str] = "."
-    fields: list[str] | None = None
-    name: str = "jsonl_writer"
+    extension: str = ""
 
     def __post_init__(self) -> None:
         # Resolved where the pipeline is built: a worker's directory may differ.
@@ -113,50 +112,51 @@ class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
     def setup(self) -> None:
         self._cleaned = set()  # a fresh run in this worker looks for stale temps again
 
+    def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
+        """The file's bytes and its row count."""
+        raise NotImplementedError
+
     def process(self, task: DocumentBatch) -> FileGroupTask:
-        df = task.to_polars()
-        if self.fields is not None:
-            df = df.select(self.fields)
-        target = Path(self.path) / f"{output_stem(task)}.jsonl"
+        target = Path(self.path) / f"{output_stem(task)}{self.extension}"
         _clear_stale_temps(target.parent, self._cleaned)
-        buf = io.BytesIO()
-        if df.height:
-            df.write_ndjson(buf)
-        write_atomic(target, buf.getvalue())
-        self.stat_update("rows_written", df.height)
+        payload, rows = self.encode(task)
+        write_atomic(target, payload)
+        self.stat_update("rows_written", rows)
         return FileGroupTask(
             dataset_name=task.dataset_name,
             data=[str(target)],
-            _metadata={**task._metadata, "rows": df.height},
+            _metadata={**task._metadata, "rows": rows},
         )
 
 
 @dataclass
-class ParquetWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
+class JsonlWriter(_FileWriter):
+    """Write each batch to ``<path>/<stem>.jsonl``; a replay overwrites, never appends."""
+
+    fields: list[str] | None = None
+    extension: str = ".jsonl"
+    name: str = "jsonl_writer"
+
+    def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
+        df = task.to_polars()
+        if self.fields is not None:
+            df = df.select(self.fields)
+        buf = io.BytesIO()
+        if df.height:
+            df.write_ndjson(buf)
+        return buf.getvalue(), df.height
+
+
+@dataclass
+class ParquetWriter(_FileWriter):
     """Write each batch to ``<path>/<stem>.parquet`` atomically."""
 
-    path: str | os.PathLike[str] = "."
     compression: str = "snappy"
+    extension: str = ".parquet"
     name: str = "parquet_writer"
 
-    def __post_init__(self) -> None:
-        # Resolved where the pipeline is built: a worker's directory may differ.
-        self.path = os.path.abspath(self.path)
-        self._cleaned: set[Path] = set()
-
-    def setup(self) -> None:
-        self._cleaned = set()  # a fresh run in this worker looks for stale temps again
-
-    def process(self, task: DocumentBatch) -> FileGroupTask:
+    def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
         table = task.to_arrow()
-        target = Path(self.path) / f"{output_stem(task)}.parquet"
-        _clear_stale_temps(target.parent, self._cleaned)
         buf = io.BytesIO()
         pq.write_table(table, buf, compression=self.compression)
-        write_atomic(target, buf.getvalue())
-        self.stat_update("rows_written", table.num_rows)
-        return FileGroupTask(
-            dataset_name=task.dataset_name,
-            data=[str(target)],
-            _metadata={**task._metadata, "rows": table.num_rows},
-        )
+        return buf.getvalue(), table.num_rows
