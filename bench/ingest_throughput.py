@@ -205,72 +205,63 @@ def _loop(fn: Any, items: Any) -> None:
 
 
 def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
-    """One partition through the parse and shard phases, piece by piece, no profiler;
-    then the proposed alternatives (``what-if``) on the same bytes, each checked to give
-    the same staging table or the same shard bytes as the current code."""
+    """One partition through the parse, duplicates and shard phases, piece by piece, no
+    profiler; then the alternatives (``what-if``) on the same bytes, each checked to
+    give the same bytes as the current code."""
     import hashlib
 
     import orjson
     import polars as pl
-    import pyarrow.parquet as pq
 
+    from curator.artifacts import file_digest
+    from curator.ingest import records as rec
     from curator.ingest.dedup import resolve_duplicates
-    from curator.ingest.parse_stage import write_jsonl_atomic
-    from curator.ingest.records import (
-        IdentitySpec,
-        PartitionRecords,
-        _kept_json,
-        iter_lines,
-        minted_id,
-        parse_jsonl,
-    )
-    from curator.ingest.shards import jsonl_lines, kept_frame
+    from curator.ingest.parse_stage import atomic_file, records_path, staging_bytes
+    from curator.ingest.shards import _ends, shard_pieces, write_shard
     from curator.io.readers import read_bytes
     from curator.io.writers import write_atomic
 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     files = sorted(str(p) for p in data.glob("part-*.jsonl"))[:limit_files]
-    spec = IdentitySpec(source_from="source", keep_fields=("url",))
+    spec = rec.IdentitySpec(source_from="source", keep_fields=("url",))
     clock = _Clock()
 
     # ---- the current code, phase by phase
     blobs = [clock("parse: read file bytes", read_bytes, f) for f in files]
-    records = PartitionRecords(spec)
-
-    def parse_all() -> None:
-        for i, (f, blob) in enumerate(zip(files, blobs, strict=True)):
-            parse_jsonl(blob, records, path=f, file_index=i)
-
-    clock("parse: parse_jsonl loop (all of the below)", parse_all)
-    lines = [raw for blob in blobs for _, _, raw in iter_lines(blob, 1, 0)]
-    clock("  iter_lines (split, strip)", _loop, lambda b: list(iter_lines(b, 1, 0)), blobs)
-    objs = clock("  orjson.loads", lambda: [orjson.loads(raw) for raw in lines])
-    clock("  minted_id (json.dumps + sha256)", _loop, lambda o: minted_id(o, spec), objs)
-    clock("    of which json.dumps", _loop, lambda o: json.dumps(
-        [o.get("url"), o.get("text")], ensure_ascii=False, sort_keys=True,
-        separators=(",", ":"), default=str), objs)
-    clock("  _kept_json (orjson)", _loop, lambda o: _kept_json(o, spec.keep_fields), objs)
-    from curator.ingest import records as records_module
-
-    if hasattr(records_module, "_has_float"):  # the exact-integer re-read check, if present
-        fields = records_module._value_fields(spec)
-        has_float = records_module._has_float
-        clock("  float check on id/kept fields (_has_float)", _loop,
-              lambda o: any(has_float(o.get(f)) for f in fields), objs)
-    table = clock("parse: pa.table(columns)", records.table)
-    buf = io.BytesIO()
-    clock("parse: pq.write_table snappy (staging)", pq.write_table, table, buf,
-          compression="snappy")
     staging = work / "p.parquet"
-    clock("parse: write_atomic + fsync (staging)", write_atomic, staging, buf.getvalue())
-    clock("parse: write rejections", write_jsonl_atomic, work / "r.jsonl", records.rejections)
+
+    def parse_all() -> rec.PartitionRecords:
+        with atomic_file(records_path(staging)) as lines:
+            records = rec.PartitionRecords(spec, lines=lines)
+            for i, (f, blob) in enumerate(zip(files, blobs, strict=True)):
+                rec.parse_jsonl(blob, records, path=f, file_index=i)
+        return records
+
+    records = clock("parse: parse_jsonl loop + records file (all of the below)", parse_all)
+    views = [v for blob in blobs for _, _, v in rec.iter_lines(blob, 1, 0)]
+    clock("  iter_lines (find, memoryview)", _loop, lambda b: list(rec.iter_lines(b, 1, 0)), blobs)
+    objs = clock("  orjson.loads", lambda: [orjson.loads(v) for v in views])
+    clock("  minted_id (orjson payload + sha256)", _loop, lambda o: rec.minted_id(o, spec), objs)
+    clock("    of which payload orjson.dumps + sha256", _loop, lambda o: hashlib.sha256(
+        orjson.dumps([o.get("url"), o.get("text")])).hexdigest(), objs)
+    clock("  record_line (orjson)", _loop, lambda o: rec.record_line(
+        o["text"], "0" * 64, o["source"], {"url": o.get("url")}), objs)
+    fields = rec._value_fields(spec)
+    clock("  float check on id/kept fields", _loop, lambda o: any(
+        type(v) is not str and v is not None and rec._has_float(v)
+        for v in map(o.get, fields)), objs)
+    table = clock("parse: staging table (zero-copy)", records.table)
+    clock("parse: staging parquet + write_atomic", lambda: write_atomic(
+        staging, staging_bytes(table)))
     dedup = clock("dedup: resolve_duplicates (polars)", resolve_duplicates,
                   [("p", str(staging))], "drop", files, "jsonl")
-    frame = clock("shards: read staging parquet", kept_frame, staging, dedup.decisions)
-    payload = clock("shards: jsonl_lines (json_encode, to_list, join, encode)", jsonl_lines,
-                    frame)
-    clock("shards: write_atomic + fsync", write_atomic, work / "part_0.jsonl", payload)
+    shard = work / "part_0.jsonl"
+    clock("shards: write_shard (copy_file_range + fsync)", lambda: write_shard(
+        shard, [(records_path(staging), shard_pieces(_ends(staging), 0, records.accepted,
+                                                     [], {}))]))
+    assert dedup.decisions.is_empty()
+    clock("report: file_digest of the shard", file_digest, shard)
 
     # ---- the floor on the same bytes
     def floor() -> None:
@@ -279,81 +270,41 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
 
     clock("floor: polars read_ndjson + write_ndjson", floor)
 
-    # ---- what-if: proposed changes, measured on the same data, checked for equality
-    def orjson_id(o: dict[str, Any]) -> str:
-        return hashlib.sha256(orjson.dumps([o.get("url"), o.get("text")])).hexdigest()
-
-    clock("what-if: minted id via orjson.dumps + sha256", _loop, orjson_id, objs)
-    assert all(orjson_id(o) == minted_id(o, spec) for o in objs[:2000])
-    fast = clock("what-if: columnar parse (polars + sha256 over Arrow buffers)",
-                 _columnar_parse, blobs)
-    assert fast.equals(table), "the columnar prototype must give the same staging table"
-    clock("what-if: staging parquet uncompressed, no dictionary", pq.write_table, table,
-          io.BytesIO(), compression="none", use_dictionary=["source", "encoding"])
-    fast_lines = clock("what-if: shard lines via write_csv(quote_style=never)",
-                       _shard_lines_csv, frame)
-    assert fast_lines == payload, "the write_csv prototype must give the same shard bytes"
-    return {"files": len(files), "bytes": sum(len(b) for b in blobs), "docs": len(lines),
+    # ---- what-if: a columnar parse (polars) of this clean partition, same shard bytes
+    fast = clock("what-if: columnar parse + encode (polars, sha256 over Arrow buffers)",
+                 _columnar_lines, blobs)
+    assert fast == shard.read_bytes(), "the columnar prototype must give the same shard bytes"
+    return {"files": len(files), "bytes": sum(len(b) for b in blobs), "docs": len(views),
             "seconds": clock.rows()}
 
 
-def _columnar_parse(blobs: list[bytes]) -> Any:
+def _columnar_lines(blobs: list[bytes]) -> bytes:
     """Prototype of a columnar fast path for a clean partition (every line a JSON object
-    with string ``text``, no blank lines): polars parses, polars JSON-encodes the id
-    payload, sha256 runs over slices of the Arrow buffer. Dirty partitions would keep
-    the per-line loop."""
+    with string ``text`` and ``url``, no blank lines): polars parses, polars JSON-encodes
+    the id payloads (``struct.json_encode`` escapes as ``json.dumps`` does), sha256 runs
+    over slices of the Arrow buffer, and polars writes the output lines."""
     import hashlib
 
-    import numpy as np
     import polars as pl
     import pyarrow as pa
 
     def enc(col: str) -> pl.Expr:  # the JSON form of a string column, as json.dumps gives it
         return pl.struct(pl.col(col)).struct.json_encode().str.slice(len(col) + 4).str.head(-1)
 
-    tables = []
-    for i, data in enumerate(blobs):
+    out = io.BytesIO()
+    for data in blobs:
         df = pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
-        nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-        starts = np.concatenate([[0], nl[:-1] + 1])
-        out = df.select(
-            pl.concat_str([pl.lit("["), enc("url").fill_null("null"), pl.lit(","),
-                           enc("text"), pl.lit("]")]).alias("payload"),
-            pl.struct("url").struct.json_encode().alias("kept"),
-            "text", pl.col("source").fill_null("unknown"),
-        )
-        arr = out["payload"].to_arrow().cast(pa.large_string())
-        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[
-            arr.offset: arr.offset + len(arr) + 1].tolist()
+        payload = df.select(pl.concat_str([pl.lit("["), enc("url").fill_null("null"),
+                                           pl.lit(","), enc("text"), pl.lit("]")]))
+        arr = payload.to_series().to_arrow().cast(pa.large_string())
+        offsets = memoryview(arr.buffers()[1]).cast("q")[arr.offset: arr.offset + len(arr) + 1]
         values = memoryview(arr.buffers()[2])
         sha = hashlib.sha256
         ids = [sha(values[a:b]).hexdigest() for a, b in itertools.pairwise(offsets)]
-        n = df.height
-        tables.append(pa.table({
-            "ord_file": pa.array(np.full(n, i, dtype=np.int32)),
-            "ord_pos": pa.array(starts.astype(np.int64)),
-            "line": pa.array(np.arange(1, n + 1, dtype=np.int64)),
-            "id": pa.array(ids, pa.string()),
-            "text": out["text"].to_arrow().cast(pa.string()),
-            "source": out["source"].to_arrow().cast(pa.string()),
-            "kept": out["kept"].to_arrow().cast(pa.string()),
-            "encoding": pa.array(["utf-8"] * n, pa.string()),
-        }))
-    return pa.concat_tables(tables).combine_chunks()
-
-
-def _shard_lines_csv(df: Any) -> bytes:
-    """Prototype: the same shard lines as ``jsonl_lines``, written by polars' CSV writer
-    (one column, no header, no quoting: JSON lines hold no raw newlines)."""
-    import polars as pl
-
-    core = pl.struct("text", "id", "source").struct.json_encode()
-    line = (pl.when(pl.col("kept").str.len_bytes() > 2)
-            .then(pl.concat_str(core.str.head(-1), pl.lit(","), pl.col("kept").str.tail(-1)))
-            .otherwise(core))
-    buf = io.BytesIO()
-    df.select(line.alias("line")).write_csv(buf, include_header=False, quote_style="never")
-    return buf.getvalue()
+        df.with_columns(id=pl.Series(ids), source=pl.col("source").fill_null("unknown")).select(
+            pl.struct("text", "id", "source", "url").struct.json_encode()
+        ).write_csv(out, include_header=False, quote_style="never")
+    return out.getvalue()
 
 
 def cprofile_ingest(data: Path, work: Path, limit_files: int, top: int = 25) -> dict[str, Any]:

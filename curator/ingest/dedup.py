@@ -12,9 +12,11 @@ from typing import Any
 
 import polars as pl
 
+#: One row per later copy: where it is (``row`` is its index in the partition's staging
+#: table) and what happens to it; ``id`` is its id before a rename.
 DECISIONS_SCHEMA = {
-    "part": pl.String, "ord_file": pl.Int32, "ord_pos": pl.Int64,
-    "action": pl.String, "new_id": pl.String,
+    "part": pl.String, "row": pl.Int64, "ord_file": pl.Int32, "ord_pos": pl.Int64,
+    "id": pl.String, "action": pl.String, "new_id": pl.String,
 }
 
 
@@ -41,9 +43,9 @@ def resolve_duplicates(
 ) -> DedupResult:
     """``parts`` are (source id, staging parquet path) in partition order."""
     frames = [
-        pl.read_parquet(path, columns=["id", "ord_file", "ord_pos", "line"]).with_columns(
-            part=pl.lit(sid)
-        )
+        pl.read_parquet(path, columns=["id", "ord_file", "ord_pos", "line"])
+        .with_row_index("row")
+        .with_columns(part=pl.lit(sid))
         for sid, path in parts
     ]
     empty = pl.DataFrame(schema=DECISIONS_SCHEMA)
@@ -70,7 +72,8 @@ def resolve_duplicates(
     later = dups.filter(pl.col("rank") > 0)
     if mode == "drop":
         result.decisions = later.select(
-            "part", "ord_file", "ord_pos", action=pl.lit("drop"), new_id=pl.lit(None, pl.String)
+            "part", "row", "ord_file", "ord_pos", "id", action=pl.lit("drop"),
+            new_id=pl.lit(None, pl.String),
         )
         for r in later.iter_rows(named=True):
             result.rejections.append(
@@ -87,7 +90,7 @@ def resolve_duplicates(
             new_id = f"{r['id']}-{k}"
             used.add(new_id)
             new_ids.append(new_id)
-        result.decisions = later.select("part", "ord_file", "ord_pos").with_columns(
+        result.decisions = later.select("part", "row", "ord_file", "ord_pos", "id").with_columns(
             action=pl.lit("rename"), new_id=pl.Series(new_ids, dtype=pl.String)
         )
     result.decisions = result.decisions.cast(DECISIONS_SCHEMA)  # type: ignore[arg-type]

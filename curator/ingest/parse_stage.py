@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator.ingest.plan import file_format
@@ -27,12 +33,55 @@ def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
     write_atomic(path, b"".join(orjson.dumps(r) + b"\n" for r in rows))
 
 
+@contextmanager
+def atomic_file(target: Path) -> Iterator[BinaryIO]:
+    """``write_atomic`` for a file written piece by piece: a hidden temp file beside
+    ``target`` (the same name, so a killed run's leftovers are recognised), fsynced,
+    renamed into place, and the directory fsynced, when the block ends without error."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb", buffering=1 << 20) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # platforms without directory handles
+        fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def records_path(staging: Path) -> Path:
+    """The records file of a staging table: its accepted records' output lines, in order."""
+    return staging.with_suffix(".jsonl")
+
+
+def staging_bytes(table: pa.Table) -> bytes:
+    """A staging table as Parquet, as cheap to write and read back as Parquet gets.
+
+    The staging table is temporary and read back twice (duplicates, shards):
+    compression, dictionaries and statistics would only cost CPU (ids are hashes,
+    which do not compress).
+    """
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="none", use_dictionary=False,
+                   write_statistics=False)
+    return buf.getvalue()
+
+
 @dataclass
 class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     """Decode, parse and validate one partition; mint or take ids.
 
-    Writes ``<staging_dir>/<source>.parquet`` (accepted records in input order) and
-    ``<rejected_dir>/<source>.jsonl`` (one line per rejected record, with a reason).
+    Writes ``<staging_dir>/<source>.jsonl`` (the accepted records' output lines, in
+    input order), ``<staging_dir>/<source>.parquet`` (their ids, positions and where
+    each line ends in that file) and ``<rejected_dir>/<source>.jsonl`` (one line per
+    rejected record, with a reason).
     """
 
     spec: IdentitySpec
@@ -42,32 +91,34 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     name: str = "ingest_parse"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
-        records = PartitionRecords(self.spec)
-        for path in task.data:
-            index = self.file_index[path]
-            if file_format(path) == "parquet":
-                self._parquet(path, index, records)
-                continue
-            rng = task.byte_range
-            data = read_bytes(path, rng)
-            if data.startswith(b"\xef\xbb\xbf") and (rng is None or rng[0] == 0):
-                self.stat_update("files_with_bom")
-            parse_jsonl(
-                data, records, path=path, file_index=index,
-                first_line=int(task._metadata.get("first_line", 1)),
-                base_offset=rng[0] if rng else 0,
-            )
         sid = task.source_id or "part"
         staging = Path(self.staging_dir) / f"{sid}.parquet"
-        buf = io.BytesIO()
-        pq.write_table(records.table(), buf, compression="snappy")
-        write_atomic(staging, buf.getvalue())
+        with atomic_file(records_path(staging)) as lines:  # complete before the table
+            records = PartitionRecords(self.spec, lines=lines)
+            for path in task.data:
+                self._read(path, task, records)
+        write_atomic(staging, staging_bytes(records.table()))
         write_jsonl_atomic(Path(self.rejected_dir) / f"{sid}.jsonl", records.rejections)
         for key, value in records.counts.items():
             self.stat_update(key, value)
         for name in records.column_names:
             self.stat_update(f"column.{name}")
-        return FileGroupTask(data=[str(staging)], _metadata={"rows": len(records.columns["id"])})
+        return FileGroupTask(data=[str(staging)], _metadata={"rows": records.accepted})
+
+    def _read(self, path: str, task: FileGroupTask, records: PartitionRecords) -> None:
+        index = self.file_index[path]
+        if file_format(path) == "parquet":
+            self._parquet(path, index, records)
+            return
+        rng = task.byte_range
+        data = read_bytes(path, rng)
+        if data.startswith(b"\xef\xbb\xbf") and (rng is None or rng[0] == 0):
+            self.stat_update("files_with_bom")
+        parse_jsonl(
+            data, records, path=path, file_index=index,
+            first_line=int(task._metadata.get("first_line", 1)),
+            base_offset=rng[0] if rng else 0,
+        )
 
     def _parquet(self, path: str, index: int, records: PartitionRecords) -> None:
         parquet = pq.ParquetFile(path)

@@ -3,17 +3,24 @@
 A per-record Python loop is used here on purpose: every rejected record needs its
 own path, line, byte offset and reason, and the id recipe hashes a JSON dump per
 record. orjson parses at about the speed of polars' NDJSON reader on this machine
-(shared notes: 880 vs 1,000-1,200 MB/s); ``bench/ingest_throughput.py`` measures
-the whole step against the polars read+write floor.
+(shared notes: 880 vs 1,000-1,200 MB/s), and a columnar prototype (polars parses
+and encodes, sha256 over Arrow buffers) measured no faster than this loop for the
+whole parse phase; ``bench/ingest_throughput.py`` measures both against the polars
+read+write floor.
+
+Each accepted record leaves this module as its final output line (``record_line``),
+so the shard phase only drops, renames and concatenates: nothing is encoded twice.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 import pyarrow as pa
@@ -42,6 +49,7 @@ class IdentitySpec:
     id_prefix: str = ""
     source_from: str | None = None
     source: str | None = None
+    #: Never ``text``, ``id`` or ``source`` (``IngestConfig.identity`` removes them).
     keep_fields: tuple[str, ...] = ("url",)
 
     @property
@@ -52,22 +60,58 @@ class IdentitySpec:
         )
 
 
+_INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64
+
+
+def _id_payload(values: list[Any]) -> bytes:
+    """The id recipe's ``json.dumps(values, ensure_ascii=False, sort_keys=True,
+    separators=(',',':'), default=str)`` as UTF-8.
+
+    orjson gives the same bytes, 3-4x faster, when every value is a string, None, a
+    bool or an integer orjson can hold (``tests/ingest/test_id_payload.py`` checks
+    this). Anything else (floats, whose repr differs; bigger integers; containers;
+    datetimes and the like, which go through ``default=str``) takes json.dumps.
+    """
+    for v in values:
+        t = type(v)
+        if t is str or v is None or t is bool or (t is int and _INT64_MIN <= v < _UINT64_END):
+            continue
+        return json.dumps(values, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                          default=str).encode("utf-8")
+    return orjson.dumps(values)
+
+
 def minted_id(record: dict[str, Any], spec: IdentitySpec) -> str:
-    payload = json.dumps(
-        [record.get(f) for f in spec.id_fields],
-        ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str,
-    )
-    return spec.id_prefix + hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    payload = _id_payload([record.get(f) for f in spec.id_fields])
+    return spec.id_prefix + hashlib.sha256(payload).hexdigest()
 
 
-def _kept_json(record: dict[str, Any], keep: tuple[str, ...]) -> str:
-    if not keep:
-        return ""
-    values = {k: record.get(k) for k in keep}
+def record_line(text: str, doc_id: str, source: str, kept: dict[str, Any]) -> bytes:
+    """The output line ``{"text","id","source",<kept...>}\\n`` of an accepted record.
+
+    orjson, compact: its string escaping is byte-identical to polars'
+    ``struct.json_encode`` (which wrote the shards before) and to ``json.dumps(...,
+    ensure_ascii=False)`` for every code point (checked exhaustively). Kept values
+    orjson cannot write (integers beyond 64 bits) are written by json.dumps, with its
+    default separators, as they always were.
+    """
+    head = {"text": text, "id": doc_id, "source": source}
     try:
-        return orjson.dumps(values, default=str).decode()
-    except TypeError:  # e.g. integers beyond 64 bits
-        return json.dumps(values, ensure_ascii=False, default=str)
+        return orjson.dumps(head | kept, default=str, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        tail = json.dumps(kept, ensure_ascii=False, default=str)
+        return orjson.dumps(head)[:-1] + b"," + tail[1:].encode("utf-8") + b"\n"
+
+
+def renamed_line(line: bytes, old_id: str, new_id: str) -> bytes:
+    """``line`` with its id replaced (``on_duplicate: suffix``).
+
+    The first ``,"id":`` in a line is the id's key: it follows the text, and inside a
+    JSON string every ``"`` is escaped, so ``,"`` cannot occur there.
+    """
+    key = b',"id":' + orjson.dumps(old_id)
+    at = line.index(key) + len(b',"id":')
+    return line[:at] + orjson.dumps(new_id) + line[at + len(key) - len(b',"id":'):]
 
 
 STAGING_SCHEMA = pa.schema(
@@ -75,70 +119,93 @@ STAGING_SCHEMA = pa.schema(
         ("ord_file", pa.int32()),
         ("ord_pos", pa.int64()),
         ("line", pa.int64()),
-        ("id", pa.string()),
-        ("text", pa.string()),
-        ("source", pa.string()),
-        ("kept", pa.string()),
-        ("encoding", pa.string()),
+        ("id", pa.large_string()),
+        ("end", pa.int64()),  # where the record's line ends in the partition's records file
     ]
 )
 
 
 @dataclass
 class PartitionRecords:
-    """Accepted records (columns) and rejections of one partition."""
+    """Accepted records and rejections of one partition.
+
+    Each accepted record's output line goes straight to ``lines`` (the partition's
+    records file; in memory unless given), so a partition's text is never held in
+    memory twice. The staging columns are typed buffers, not lists of Python
+    objects: the table is built from them without a per-value conversion (and
+    without ``pa.array``, which imports pandas).
+    """
 
     spec: IdentitySpec
-    columns: dict[str, list[Any]] = field(
-        default_factory=lambda: {name: [] for name in STAGING_SCHEMA.names}
-    )
     rejections: list[dict[str, Any]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+    encodings: dict[str, int] = field(default_factory=dict)  # accepted records per encoding
     column_names: set[str] = field(default_factory=set)
+    ord_file: array[int] = field(default_factory=lambda: array("i"))
+    ord_pos: array[int] = field(default_factory=lambda: array("q"))
+    line: array[int] = field(default_factory=lambda: array("q"))
+    ids: bytearray = field(default_factory=bytearray)  # UTF-8, end to end
+    id_ends: array[int] = field(default_factory=lambda: array("q", [0]))
+    lines: BinaryIO = field(default_factory=io.BytesIO)  # output lines, end to end
+    line_ends: array[int] = field(default_factory=lambda: array("q"))
+    size: int = 0  # bytes written to `lines`
 
-    def _count(self, key: str, n: int = 1) -> None:
-        self.counts[key] = self.counts.get(key, 0) + n
+    @property
+    def accepted(self) -> int:
+        return len(self.ord_pos)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """``seen``, ``accepted``, ``rejected.<reason>`` and ``encoding.<name>`` (no zeros)."""
+        counts = {"seen": self.accepted + len(self.rejections), "accepted": self.accepted}
+        for r in self.rejections:
+            key = f"rejected.{r['reason']}"
+            counts[key] = counts.get(key, 0) + 1
+        counts.update((f"encoding.{k}", v) for k, v in self.encodings.items())
+        return {k: v for k, v in counts.items() if v}
 
     def reject(self, reason: str, path: str, line: int | None, offset: int | None,
-               raw: str | bytes | None, row: int | None = None, **extra: Any) -> None:
-        self._count("seen")
-        self._count(f"rejected.{reason}")
+               raw: str | bytes | memoryview | None, row: int | None = None,
+               **extra: Any) -> None:
         entry: dict[str, Any] = {"path": path, "line": line, "byte_offset": offset,
                                  "reason": reason}
         if row is not None:
             entry["row"] = row
         entry.update(extra)
-        if isinstance(raw, bytes):
-            raw = raw.decode("utf-8", errors="replace")
+        if isinstance(raw, bytes | memoryview):
+            raw = str(raw, "utf-8", errors="replace")
         if raw is not None:
             entry["raw"] = raw[:RAW_LIMIT]
             if len(raw) > RAW_LIMIT:
                 entry["raw_truncated"] = True
         self.rejections.append(entry)
 
-    def add(self, obj: Any, *, path: str, file_index: int, pos: int, line: int | None,
-            offset: int | None, encoding: str, raw: str | bytes | None,
+    def add(self, obj: Any, path: str, file_index: int, pos: int, line: int | None,
+            offset: int | None, encoding: str, raw: str | bytes | memoryview | None,
             row: int | None = None) -> None:
+        """Validate one parsed record; stage it, or reject it with its reason.
+
+        Positional arguments, and no dict or counter per record beyond the encoding's:
+        this runs once per document and its overhead is a visible share of ingest.
+        """
         spec = self.spec
-        where: dict[str, Any] = {"path": path, "line": line, "offset": offset, "row": row}
         if not isinstance(obj, dict):
-            self.reject("not_an_object", raw=raw, **where)
+            self.reject("not_an_object", path, line, offset, raw, row)
             return
-        self.column_names.update(obj.keys())
+        self.column_names.update(obj)
         text = obj.get(spec.text_field)
         if text is None:
-            self.reject("missing_text", raw=raw, **where)
+            self.reject("missing_text", path, line, offset, raw, row)
             return
         if not isinstance(text, str):
-            self.reject("text_not_a_string", raw=raw, **where)
+            self.reject("text_not_a_string", path, line, offset, raw, row)
             return
         if not text.strip():
-            self.reject("empty_text", raw=raw, **where)
+            self.reject("empty_text", path, line, offset, raw, row)
             return
         if spec.id_from is not None:
             value = obj.get(spec.id_from)
             if value is None or (isinstance(value, str) and not value.strip()):
-                self.reject("missing_id", raw=raw, **where)
+                self.reject("missing_id", path, line, offset, raw, row)
                 return
             doc_id = str(value)
         else:
@@ -148,49 +215,63 @@ class PartitionRecords:
             source = "unknown" if value is None or value == "" else str(value)
         else:
             source = spec.source or "unknown"
-        self._count("seen")
-        self._count("accepted")
-        self._count(f"encoding.{encoding}")
-        cols = self.columns
-        cols["ord_file"].append(file_index)
-        cols["ord_pos"].append(pos)
-        cols["line"].append(line if line is not None else row)
-        cols["id"].append(doc_id)
-        cols["text"].append(text)
-        cols["source"].append(source)
-        cols["kept"].append(_kept_json(obj, spec.keep_fields))
-        cols["encoding"].append(encoding)
+        self.encodings[encoding] = self.encodings.get(encoding, 0) + 1
+        self.ord_file.append(file_index)
+        self.ord_pos.append(pos)
+        self.line.append(line if line is not None else row)  # type: ignore[arg-type]
+        self.ids += doc_id.encode("utf-8")
+        self.id_ends.append(len(self.ids))
+        self.size += self.lines.write(
+            record_line(text, doc_id, source, {k: obj.get(k) for k in spec.keep_fields}))
+        self.line_ends.append(self.size)
 
     def table(self) -> pa.Table:
-        return pa.table(self.columns, schema=STAGING_SCHEMA)
+        """The staging table (zero-copy views of the buffers, which then stay fixed)."""
+        n = self.accepted
+
+        def ints(kind: pa.DataType, values: array[int]) -> pa.Array:
+            return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(values)])
+
+        ids = pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(self.id_ends),
+                                                           pa.py_buffer(self.ids)])
+        return pa.Table.from_arrays(
+            [ints(pa.int32(), self.ord_file), ints(pa.int64(), self.ord_pos),
+             ints(pa.int64(), self.line), ids, ints(pa.int64(), self.line_ends)],
+            schema=STAGING_SCHEMA,
+        )
 
 
-def iter_lines(data: bytes, first_line: int, base_offset: int) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, line bytes) of every non-blank line."""
-    line_no, offset = first_line, base_offset
-    start = 0
-    if base_offset == 0 and data.startswith(UTF8_BOM):
-        start = len(UTF8_BOM)
-    n = len(data)
-    while start < n:
-        end = data.find(b"\n", start)
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
+
+
+def iter_lines(data: bytes, first_line: int, base_offset: int
+               ) -> Iterator[tuple[int, int, memoryview]]:
+    """(line number, byte offset, line) of every non-blank line.
+
+    The lines are memoryviews of ``data``: no copy, and orjson parses them as they
+    are. A line is stripped (copied) only to test a leading whitespace byte (rare).
+    """
+    view, find, size = memoryview(data), data.find, len(data)
+    start = len(UTF8_BOM) if base_offset == 0 and data.startswith(UTF8_BOM) else 0
+    line_no = first_line
+    while start < size:
+        end = find(b"\n", start)
         if end < 0:
-            end = n
-        raw = data[start:end]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if raw.strip():
-            yield line_no, offset + start, raw
+            end = size
+        stop = end - 1 if end > start and data[end - 1] == 13 else end  # drop a "\r"
+        if stop > start and (data[start] not in _WHITESPACE or data[start:stop].strip()):
+            yield line_no, base_offset + start, view[start:stop]
         line_no += 1
         start = end + 1
 
 
 def _value_fields(spec: IdentitySpec) -> tuple[str, ...]:
-    """The input fields whose values reach an id or the output (besides the text)."""
+    """The input fields whose values reach an id or the output, besides the text (a
+    text that is not a string is rejected, whichever way it was read)."""
     fields = [*spec.keep_fields, spec.id_from, spec.source_from]
     if spec.id_from is None:
         fields += spec.id_fields
-    return tuple(f for f in dict.fromkeys(fields) if f is not None)
+    return tuple(f for f in dict.fromkeys(fields) if f not in (None, spec.text_field))
 
 
 def _has_float(value: Any) -> bool:
@@ -208,30 +289,33 @@ def parse_jsonl(data: bytes, records: PartitionRecords, *, path: str, file_index
     """Parse JSONL bytes into ``records``; blank lines are not records."""
     decoder: FallbackDecoder | None = None
     fields = _value_fields(records.spec)
-    for line_no, offset, raw in iter_lines(data, first_line, base_offset):
+    loads, add = orjson.loads, records.add
+    for line_no, offset, view in iter_lines(data, first_line, base_offset):
         encoding = "utf-8"
+        raw: memoryview | str = view
         try:
-            obj = orjson.loads(raw)
-            text = None
+            obj = loads(view)
         except orjson.JSONDecodeError:
             try:
-                text = raw.decode("utf-8")
+                raw = str(view, "utf-8")
             except UnicodeDecodeError:
                 if decoder is None:
                     decoder = FallbackDecoder(_non_utf8_lines(data))
-                text, encoding = decoder.decode(raw)
+                raw, encoding = decoder.decode(bytes(view))
             try:
-                obj = orjson.loads(text)
+                obj = loads(raw)
             except orjson.JSONDecodeError as exc:
-                records.reject("unparsable_line", path=path, line=line_no, offset=offset,
-                               raw=text, detail=str(exc))
+                records.reject("unparsable_line", path, line_no, offset, raw, detail=str(exc))
                 continue
         # orjson reads integers beyond 64 bits as floats: where a value reaches an id or
         # the output, take json's exact reading (the id recipe is defined on it).
-        if isinstance(obj, dict) and any(_has_float(obj.get(f)) for f in fields):
-            obj = json.loads(raw if text is None else text)
-        records.add(obj, path=path, file_index=file_index, pos=offset, line=line_no,
-                    offset=offset, encoding=encoding, raw=text if text is not None else raw)
+        if type(obj) is dict:
+            for f in fields:
+                value = obj.get(f)
+                if type(value) is not str and value is not None and _has_float(value):
+                    obj = json.loads(bytes(raw) if isinstance(raw, memoryview) else raw)
+                    break
+        add(obj, path, file_index, offset, line_no, offset, encoding, raw)
 
 
 def _non_utf8_lines(data: bytes) -> bytes:

@@ -1,14 +1,24 @@
-"""Phase 3 of ingest: accepted records, in input order, into ``part_<n>.jsonl`` shards."""
+"""Phase 3 of ingest: accepted records, in input order, into ``part_<n>.jsonl`` shards.
+
+The parse phase already wrote each accepted record's output line to its partition's
+records file, so a shard is byte ranges of those files: less dropped duplicates,
+with renamed lines rewritten.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 import polars as pl
+import pyarrow.parquet as pq
 
-from curator.io.writers import write_atomic
+from curator.ingest.parse_stage import atomic_file, records_path
+from curator.ingest.records import renamed_line
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask, Task
 
@@ -56,34 +66,80 @@ class ShardPlanStage(ProcessingStage[EmptyTask, ShardTask]):
         return [ShardTask(data=list(s.data), index=s.index) for s in self.shards]
 
 
-def kept_frame(staging: Path, decisions: pl.DataFrame) -> pl.DataFrame:
-    """A staged partition without dropped duplicates and with renamed ids applied."""
-    df = pl.read_parquet(staging, columns=["ord_file", "ord_pos", "id", "text", "source", "kept"])
-    if decisions.is_empty():
-        return df
-    drops = decisions.filter(pl.col("action") == "drop").select("ord_file", "ord_pos")
-    renames = decisions.filter(pl.col("action") == "rename").select("ord_file", "ord_pos",
-                                                                    "new_id")
-    if not drops.is_empty():
-        df = df.join(drops, on=["ord_file", "ord_pos"], how="anti", maintain_order="left")
-    if not renames.is_empty():
-        df = df.join(renames, on=["ord_file", "ord_pos"], how="left", maintain_order="left")
-        df = df.with_columns(id=pl.coalesce("new_id", "id")).drop("new_id")
-    return df
+class Piece(NamedTuple):
+    """Bytes ``lo:hi`` of a records file (one or more whole lines); with ``rename``
+    (old id, new id), the single line there with its id replaced."""
+
+    lo: int
+    hi: int
+    rename: tuple[str, str] | None = None
 
 
-def jsonl_lines(df: pl.DataFrame) -> bytes:
-    """Canonical records ``{text, id, source, kept...}`` as JSONL bytes."""
-    if df.is_empty():
-        return b""
-    core = pl.struct("text", "id", "source").struct.json_encode()
-    line = (
-        pl.when(pl.col("kept").str.len_bytes() > 2)
-        .then(pl.concat_str(core.str.head(-1), pl.lit(","), pl.col("kept").str.tail(-1)))
-        .otherwise(core)
-    )
-    out = df.select(line.alias("line"))["line"]
-    return ("\n".join(out.to_list()) + "\n").encode("utf-8")
+def shard_pieces(ends: Sequence[int], start: int, end: int, drops: list[int],
+                 renames: dict[int, tuple[str, str]]) -> list[Piece]:
+    """Kept rows ``start:end`` of a staged partition, as pieces of its records file.
+
+    ``ends[i]`` is where row ``i``'s line ends in the file. Rows in ``drops`` are left
+    out of the kept numbering; a row in ``renames`` (row -> (old id, new id)) is a
+    piece of its own. Runs of other rows are single byte ranges: no per-record work.
+    """
+    pieces: list[Piece] = []
+    kept = 0  # kept rows before `row`
+    row = 0
+    for stop in [*sorted(drops), len(ends)]:  # a run of kept rows: row..stop
+        a = row + max(0, start - kept)
+        b = row + min(stop - row, end - kept)
+        cuts = sorted(r for r in renames if a <= r < b) if renames else []
+        for r in [*cuts, b]:
+            if a < r:
+                pieces.append(Piece(ends[a - 1] if a else 0, ends[r - 1]))
+            if r < b:
+                pieces.append(Piece(ends[r - 1] if r else 0, ends[r], renames[r]))
+            a = r + 1
+        kept += stop - row
+        row = stop + 1
+        if kept >= end:
+            break
+    return pieces
+
+
+def _copy(src: BinaryIO, dst: BinaryIO, lo: int, hi: int) -> None:
+    """Append bytes ``lo:hi`` of ``src`` to ``dst`` (flushed), in the kernel if it can."""
+    while lo < hi:
+        try:
+            n = os.copy_file_range(src.fileno(), dst.fileno(), hi - lo, lo)
+        except (AttributeError, OSError):  # not Linux, or not between these files
+            src.seek(lo)
+            n = dst.write(src.read(min(hi - lo, 1 << 24)))
+            dst.flush()
+        if n <= 0:
+            raise OSError(f"{src.name} is shorter than its staging table says")
+        lo += n
+
+
+def write_shard(target: Path, sources: list[tuple[Path, list[Piece]]]) -> None:
+    """Write a shard from pieces of records files, atomically.
+
+    The byte ranges are copied file to file with ``copy_file_range``: the lines were
+    encoded once, in the parse phase, and (but for renamed lines) never pass through
+    Python again.
+    """
+    with atomic_file(target) as out:
+        for path, pieces in sources:
+            with open(path, "rb") as src:
+                for lo, hi, rename in pieces:
+                    if rename is None:
+                        out.flush()  # what was written through the buffer goes first
+                        _copy(src, out, lo, hi)
+                    else:
+                        src.seek(lo)
+                        out.write(renamed_line(src.read(hi - lo), *rename))
+
+
+def _ends(staging: Path) -> memoryview:
+    """The ``end`` column of a staging table, as int64 values (no per-value conversion)."""
+    col = pq.ParquetFile(staging).read(columns=["end"]).column("end").combine_chunks()
+    return memoryview(col.buffers()[1]).cast("q")[col.offset:col.offset + len(col)]
 
 
 @dataclass
@@ -95,13 +151,17 @@ class ShardWriterStage(ProcessingStage[ShardTask, FileGroupTask]):
 
     def process(self, task: ShardTask) -> FileGroupTask:
         decisions = pl.read_parquet(self.decisions_path)
-        pieces = []
+        sources: list[tuple[Path, list[Piece]]] = []
         for sid, start, end in task.data:
-            frame = kept_frame(Path(self.staging_dir) / f"{sid}.parquet",
-                               decisions.filter(pl.col("part") == sid))
-            pieces.append(jsonl_lines(frame.slice(start, end - start)))
+            mine = decisions.filter(pl.col("part") == sid)
+            drops = mine.filter(pl.col("action") == "drop")["row"].to_list()
+            renamed = mine.filter(pl.col("action") == "rename").select("row", "id", "new_id")
+            renames = {r: (old, new) for r, old, new in renamed.iter_rows()}
+            staging = Path(self.staging_dir) / f"{sid}.parquet"
+            pieces = shard_pieces(_ends(staging), start, end, drops, renames)
+            sources.append((records_path(staging), pieces))
         target = Path(self.output_dir) / f"part_{task.index}.jsonl"
-        write_atomic(target, b"".join(pieces))
+        write_shard(target, sources)
         rows = sum(end - start for _, start, end in task.data)
         self.stat_update("written", rows)
         return FileGroupTask(data=[str(target)], _metadata={"rows": rows})

@@ -2,14 +2,15 @@
 
 One straight line, three engine phases, each resumable by source partition:
 
-1. parse: each input partition is decoded, parsed and validated into a staging
-   table (``<output_dir>/.staging/<source>.parquet``) and its rejections
-   (``<output_dir>/rejected/<source>.jsonl``);
+1. parse: each input partition is decoded, parsed and validated into its
+   accepted records' output lines (``<output_dir>/.staging/<source>.jsonl``), a
+   staging table of their ids and positions (``.staging/<source>.parquet``) and its
+   rejections (``<output_dir>/rejected/<source>.jsonl``);
 2. duplicates: ids are compared over the whole corpus (first copy = input path
    order, then position); ``refuse`` stops here, ``drop`` rejects later copies
    (``rejected/duplicates.jsonl``), ``suffix`` renames them;
 3. shards: accepted records, in input order, are cut into ``part_<n>.jsonl``
-   shards of ``shard_size`` documents.
+   shards of ``shard_size`` documents: byte ranges of the staged lines.
 
 The report is built from what is on disk (per-partition statistics stored with
 the checkpoint), so a resumed run reports the whole corpus.
@@ -36,7 +37,7 @@ from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.ingest.dedup import DedupResult, resolve_duplicates
-from curator.ingest.parse_stage import ParseStage, write_jsonl_atomic
+from curator.ingest.parse_stage import ParseStage, records_path, write_jsonl_atomic
 from curator.ingest.plan import IngestPartitioning, resolve_inputs
 from curator.ingest.records import REASONS, IdentitySpec
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, plan_shards
@@ -289,10 +290,11 @@ def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple
     for group in partitioning.plan():
         sid = group.get_deterministic_id()
         path = staging / f"{sid}.parquet"
-        if not path.is_file():
+        if not (path.is_file() and records_path(path).is_file()):
             raise CuratorError(
                 "checkpoint_output_mismatch",
-                f"partition {sid} is recorded complete but {path} is missing; "
+                f"partition {sid} is recorded complete but {path} or "
+                f"{records_path(path).name} is missing; "
                 "use a new checkpoint_path or remove the old one",
             )
         parts.append((sid, str(path)))
