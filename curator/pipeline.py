@@ -238,7 +238,7 @@ class Pipeline:
                         break
                     finished, _ = cf.wait(inflight, timeout=0.2, return_when=cf.FIRST_COMPLETED)
                     returned: list[tuple[str, UnitResult]] = []
-                    for future in finished:
+                    for future in [f for f in inflight if f in finished]:  # submission order
                         sid = inflight.pop(future).source_id or ""
                         try:
                             returned.append((sid, future.result()))
@@ -276,6 +276,8 @@ class Pipeline:
         finally:
             executor.stop(abandon=abandon)
 
+        order = {t.source_id: i for i, t in enumerate(sources)}
+        results.sort(key=lambda t: order.get(t.source_id, len(order)))  # stable: plan order
         unfinished.extend(t.source_id or "" for t in queue)
         unfinished.extend(t.source_id or "" for t in inflight.values())
         per_source = store.refreshed_stats() if store else this_run

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import orjson
 import pyarrow as pa
@@ -18,7 +13,7 @@ import pyarrow.parquet as pq
 from curator.ingest.plan import file_format
 from curator.ingest.records import IdentitySpec, PartitionRecords, parse_jsonl
 from curator.io.readers import read_bytes
-from curator.io.writers import write_atomic
+from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
 
@@ -31,29 +26,6 @@ def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
         path.unlink(missing_ok=True)
         return
     write_atomic(path, b"".join(orjson.dumps(r) + b"\n" for r in rows))
-
-
-@contextmanager
-def atomic_file(target: Path) -> Iterator[BinaryIO]:
-    """``write_atomic`` for a file written piece by piece: a hidden temp file beside
-    ``target`` (the same name, so a killed run's leftovers are recognised), fsynced,
-    renamed into place, and the directory fsynced, when the block ends without error."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb", buffering=1 << 20) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):  # platforms without directory handles
-        fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def records_path(staging: Path) -> Path:

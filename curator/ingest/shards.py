@@ -17,8 +17,9 @@ from typing import BinaryIO, NamedTuple
 import polars as pl
 import pyarrow.parquet as pq
 
-from curator.ingest.parse_stage import atomic_file, records_path
+from curator.ingest.parse_stage import records_path
 from curator.ingest.records import renamed_line
+from curator.io.writers import atomic_file
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask, Task
 

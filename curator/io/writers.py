@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow.parquet as pq
 
@@ -35,36 +39,41 @@ def output_stem(task: DocumentBatch | FileGroupTask) -> str:
     return safe_name(stem)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
-    """Write ``data`` to a hidden temp file beside ``path``, fsync, and rename into place.
-
-    The directory is fsynced after the rename, so the new name is durable before the
-    caller goes on to record the source as complete (output before checkpoint).
+@contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """Open a hidden temp file beside ``path`` to write; when the block ends without
+    error, fsync it, rename it into place and fsync the directory, so the new name is
+    durable before the caller goes on to record the source as complete (output
+    before checkpoint). On error the temp file is removed and ``path`` is untouched.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    with open(tmp, "wb") as f:
-        f.write(payload)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "wb", buffering=1 << 20) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     _fsync_dir(target.parent)
-    return target
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` atomically and durably (see :func:`atomic_file`)."""
+    with atomic_file(path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
 
 
 def _fsync_dir(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # platforms without directory handles
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - filesystems that refuse fsync on a directory
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 _TEMP_NAME = re.compile(r"\..+\.tmp-(\d+)")
