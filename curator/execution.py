@@ -73,18 +73,27 @@ def _pickle_by_value_if_local(cls: type) -> None:
 
 
 _CHAINS: dict[str, list[StageAdapter]] = {}
+_ATEXIT = False
 
 
 def _chain_for(chain: WorkerChain) -> list[StageAdapter]:
-    """Unpickle and set up a chain once per worker process."""
+    """Unpickle and set up a chain once per worker process.
+
+    A worker keeps only the chain of the run it is serving: a pool or a Ray worker
+    that outlives a run tears the previous run's stages down when the next begins.
+    """
     adapters = _CHAINS.get(chain.token)
     if adapters is None:
+        for token in list(_CHAINS):
+            release_chain(token)
         adapters = cloudpickle.loads(chain.blob)
         for adapter in adapters:
             adapter.stage.setup()
         _CHAINS[chain.token] = adapters
-        if len(_CHAINS) == 1:
+        global _ATEXIT
+        if not _ATEXIT:
             atexit.register(_teardown_all)
+            _ATEXIT = True
     return adapters
 
 
@@ -161,7 +170,20 @@ class Executor(ABC):
 
     @abstractmethod
     def stop(self, abandon: bool = False) -> None:
-        """Release workers; ``abandon`` stops units still running without waiting."""
+        """End a run; ``abandon`` stops units still running without waiting.
+
+        Workers may be kept for the next run (the phases of one step); :meth:`close`
+        releases them.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional: an executor may hold nothing
+        """Release the workers (a process pool, a Ray instance this executor started)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name, "capacity": self.capacity}

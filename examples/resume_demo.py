@@ -77,10 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     pipeline.add_stage(SlowPassThrough(delay=args.delay))
     pipeline.add_stage(JsonlWriter(path=str(here / "output")))
     try:
-        result = pipeline.run(
-            executor=executor, checkpoint_path=here / "checkpoints" / "resume-demo",
-            on_progress=_report,
-        )
+        with executor:  # closes the pool, or a Ray it started, at the end
+            result = pipeline.run(
+                executor=executor, checkpoint_path=here / "checkpoints" / "resume-demo",
+                on_progress=_report,
+            )
     except CuratorError as exc:
         print(exc, file=sys.stderr)
         return exc.exit_code

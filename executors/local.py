@@ -6,6 +6,8 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import signal
+import tempfile
+from pathlib import Path
 
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
 from curator.tasks import Task
@@ -13,19 +15,20 @@ from curator.tasks import Task
 _CHAIN: WorkerChain | None = None
 
 
-def _init_worker(chain: WorkerChain) -> None:
+def _init_worker() -> None:
     # Ctrl+C reaches the whole process group, and so does a SIGTERM sent to the group
     # (a batch scheduler's time limit, ``kill -TERM -PGID``): the driver decides how to
     # stop, and a worker finishes the partition it holds so its output is complete.
     # The driver stops workers with SIGKILL when it abandons them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _run(token: str, chain_file: str, task: Task) -> UnitResult:
+    """Run one unit; the run's chain is read from its file once per worker."""
     global _CHAIN
-    _CHAIN = chain
-
-
-def _run(task: Task) -> UnitResult:
-    assert _CHAIN is not None
+    if _CHAIN is None or _CHAIN.token != token:
+        _CHAIN = WorkerChain(token=token, blob=Path(chain_file).read_bytes())
     return run_unit(_CHAIN, task, worker=f"pid-{os.getpid()}")
 
 
@@ -35,6 +38,11 @@ class LocalExecutor(Executor):
     Workers are started with ``spawn``: safe beside the threads that Prefect, Ray
     and Polars run in the driver. As with any multiprocessing program, a script
     that runs a pipeline must guard its entry point with ``if __name__ == "__main__":``.
+
+    The pool is started by the first run and kept for the next ones (the phases of
+    one step), so workers are spawned once; :meth:`close` (or the end of a ``with``
+    block, or of the program) stops them. Each run's stages travel to the workers
+    through a file written once, not with every partition.
     """
 
     name = "local"
@@ -43,28 +51,44 @@ class LocalExecutor(Executor):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.start_method = start_method
         self._pool: cf.ProcessPoolExecutor | None = None
+        self._chain: tuple[str, str] | None = None  # (token, chain file)
 
     @property
     def capacity(self) -> int:
         return self.workers
 
     def start(self, chain: WorkerChain) -> None:
-        self._pool = cf.ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=multiprocessing.get_context(self.start_method),
-            initializer=_init_worker,
-            initargs=(chain,),
-        )
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context(self.start_method),
+                initializer=_init_worker,
+            )
+        fd, path = tempfile.mkstemp(prefix="curate-chain-", suffix=".pkl")
+        with os.fdopen(fd, "wb") as f:
+            f.write(chain.blob)
+        self._chain = (chain.token, path)
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
-        assert self._pool is not None, "start() first"
-        return self._pool.submit(_run, task)
+        assert self._pool is not None and self._chain is not None, "start() first"
+        return self._pool.submit(_run, *self._chain, task)
 
     def stop(self, abandon: bool = False) -> None:
+        if self._chain is not None:
+            Path(self._chain[1]).unlink(missing_ok=True)
+            self._chain = None
+        if abandon:
+            self._shutdown(kill=True)
+
+    def close(self) -> None:
+        self.stop()
+        self._shutdown(kill=False)
+
+    def _shutdown(self, kill: bool) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        if abandon:
+        if kill:
             # No public API stops running workers before Python 3.14.
             for process in list(getattr(pool, "_processes", {}).values()):
                 process.kill()  # workers ignore SIGTERM (see _init_worker)

@@ -49,8 +49,9 @@ class RayExecutor(Executor):
 
     ``address=None`` starts (or reuses) a local Ray; ``"auto"`` or ``"ray://..."``
     joins an existing cluster. ``workers`` caps the partitions in flight (default:
-    the cluster's CPUs). A Ray instance this executor started is shut down by
-    :meth:`stop`; one it found running is left alone.
+    the cluster's CPUs). A Ray instance this executor started is kept for the next
+    run (the phases of one step) and shut down by :meth:`close`, by an abandoned run,
+    or at exit; one it found running is left alone.
     """
 
     name = "ray"
@@ -115,6 +116,11 @@ class RayExecutor(Executor):
                 with contextlib.suppress(Exception):  # already finished or gone
                     ray.cancel(ref, force=True)
         self._chain_ref = None
+        if abandon:
+            self.close()
+
+    def close(self) -> None:
+        """Shut down a Ray that this executor started (one it joined is left alone)."""
         if self._owned:
             ray.shutdown()
             self._owned = False

@@ -81,6 +81,9 @@ class PrefectTaskExecutor(Executor):
                 wait_prefect(self._observers)
             self._observers = []
 
+    def close(self) -> None:
+        self.inner.close()
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 

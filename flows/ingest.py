@@ -37,7 +37,7 @@ def ingest_flow(
     executor = PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))
     logger.info("ingest of %s into %s on %s", cfg.input, cfg.output_dir, executor.describe())
     try:
-        with engine_logs_to_prefect():
+        with executor, engine_logs_to_prefect():
             return run_ingest(cfg, executor, on_progress=PhaseProgress("ingest"))
     finally:
         _publish(cfg)

@@ -82,11 +82,11 @@ def main() -> int:
     try:
         cluster.add_node(**node_args)
         cluster.wait_for_nodes()
-        # The executor joins the cluster by address and leaves it when the run ends.
-        ray_run = pipeline(workdir, "ray-out").run(
-            executor=RayExecutor(address=cluster.address, workers=2),
-            checkpoint_path=workdir / "ray-ckpt",
-        )
+        # The executor joins the cluster by address and leaves it when closed.
+        with RayExecutor(address=cluster.address, workers=2) as executor:
+            ray_run = pipeline(workdir, "ray-out").run(
+                executor=executor, checkpoint_path=workdir / "ray-ckpt"
+            )
         nodes = [cluster.head_node.node_id, *(n.node_id for n in cluster.worker_nodes)]
     finally:
         cluster.shutdown()
