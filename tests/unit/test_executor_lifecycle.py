@@ -1,0 +1,40 @@
+"""Executors keep their workers between runs and release them on close()."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+
+from curator.io import JsonlReader, JsonlWriter
+from curator.pipeline import Pipeline
+from executors import LocalExecutor
+
+
+def _corpus(folder: Path) -> Path:
+    folder.mkdir()
+    for f in range(4):
+        (folder / f"{f}.jsonl").write_text(json.dumps({"text": f"doc {f}"}) + "\n")
+    return folder
+
+
+
+def test_a_local_pool_serves_several_runs_and_close_stops_it(tmp_path: Path) -> None:
+    src = _corpus(tmp_path / "in")
+    me = psutil.Process()
+    with LocalExecutor(workers=2) as executor:
+        for n in range(2):
+            out = tmp_path / f"out{n}"
+            result = Pipeline(f"p{n}", [JsonlReader(file_paths=str(src)),
+                                        JsonlWriter(path=str(out))]).run(executor=executor)
+            assert result.sources_completed == 4 and len(list(out.glob("*.jsonl"))) == 4
+            children = {p.pid for p in me.children(recursive=True)
+                        if "spawn_main" in " ".join(p.cmdline())}  # pool workers
+            if n == 0:
+                first_children = children
+        assert children == first_children  # the same worker processes, not a new pool
+        assert len(first_children) >= 2
+    _gone, alive = psutil.wait_procs([psutil.Process(p) for p in first_children
+                                     if psutil.pid_exists(p)], timeout=10)
+    assert not alive
