@@ -36,6 +36,12 @@ log = logging.getLogger("curator.pipeline")
 #: of idling a worker for each commit.
 IN_FLIGHT_PER_SLOT = 2
 
+#: Partitions that returned are recorded together: at most every COMMIT_INTERVAL
+#: seconds or COMMIT_MAX partitions, and at once at the end or on a drain. Their
+#: output is already durable, so waiting can only make a crash replay them.
+COMMIT_INTERVAL = 0.05
+COMMIT_MAX = 256
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -223,6 +229,36 @@ class Pipeline:
         queue = list(reversed(pending))
         inflight: dict[cf.Future[UnitResult], Task] = {}
         abandon = False
+        buffered: list[tuple[str, UnitResult]] = []
+        last_commit = time.monotonic()
+
+        def since() -> float:
+            return time.monotonic() - last_commit
+
+        def record(returned: list[tuple[str, UnitResult]]) -> None:
+            """Apply what returned, with one durable commit for all of it."""
+            nonlocal done
+            newly = set() if consumed_at_source or not returned else set(tracker.apply(
+                [e for _, unit in returned for e in unit.events],
+                {sid: unit.stats for sid, unit in returned},
+            ))
+            for sid, unit in returned:
+                completed = consumed_at_source or sid in newly
+                if sid in newly:
+                    this_run[sid] = unit.stats
+                elif not completed:
+                    tracker.release(sid)
+                    unfinished.append(sid)
+                results.extend(unit.tasks)
+                for name, secs in unit.perf.items():
+                    perf[name] = perf.get(name, 0.0) + secs
+                done += 1
+                if on_progress is not None:
+                    on_progress(
+                        Progress(done, len(pending), sid, completed,
+                                 sum(t.num_items for t in unit.tasks), unit.stats)
+                    )
+
         executor.start(chain)
         try:
             with _Interrupts() as interrupts:
@@ -236,43 +272,30 @@ class Pipeline:
                         inflight[executor.submit(task)] = task
                     if not inflight:
                         break
-                    finished, _ = cf.wait(inflight, timeout=0.2, return_when=cf.FIRST_COMPLETED)
-                    returned: list[tuple[str, UnitResult]] = []
+                    wait = 0.2 if not buffered else max(0.0, COMMIT_INTERVAL - since())
+                    finished, _ = cf.wait(inflight, timeout=wait, return_when=cf.FIRST_COMPLETED)
                     for future in [f for f in inflight if f in finished]:  # submission order
                         sid = inflight.pop(future).source_id or ""
                         try:
-                            returned.append((sid, future.result()))
+                            buffered.append((sid, future.result()))
                         except BaseException as exc:
                             log.error("%s: source partition %s failed: %s", self.name, sid, exc)
                             failures.append((sid, exc))
                             tracker.release(sid)
                             unfinished.append(sid)
-                    # One durable commit for every partition that returned together.
-                    newly = set() if consumed_at_source else set(tracker.apply(
-                        [e for _, unit in returned for e in unit.events],
-                        {sid: unit.stats for sid, unit in returned},
-                    ))
-                    for sid, unit in returned:
-                        completed = consumed_at_source or sid in newly
-                        if sid in newly:
-                            this_run[sid] = unit.stats
-                        elif not completed:
-                            tracker.release(sid)
-                            unfinished.append(sid)
-                        results.extend(unit.tasks)
-                        for name, secs in unit.perf.items():
-                            perf[name] = perf.get(name, 0.0) + secs
-                        done += 1
-                        if on_progress is not None:
-                            on_progress(
-                                Progress(done, len(pending), sid, completed,
-                                         sum(t.num_items for t in unit.tasks), unit.stats)
-                            )
+                    if buffered and (
+                        since() >= COMMIT_INTERVAL or len(buffered) >= COMMIT_MAX
+                        or not (queue or inflight) or interrupts.signum or failures
+                    ):
+                        record(buffered)
+                        buffered = []
+                        last_commit = time.monotonic()
                     if (interrupts.signum or failures) and inflight:
                         self._cancel_waiting(inflight, tracker, unfinished)
                     if interrupts.count >= 2:
                         abandon = True
                         break
+                record(buffered)  # outputs in place are recorded, even when abandoning
         finally:
             executor.stop(abandon=abandon)
 
