@@ -6,12 +6,18 @@ InlineExecutor. Runs alternate with/without so drift hits both alike; every run
 gets a fresh output directory and (when checkpointed) a fresh checkpoint directory.
 Reports the median wall time of each variant, the ratio of the medians, the median
 of the per-repetition ratios, and where the checkpoint's time goes in the driver
-(the durable commits and the end-of-run statistics merge).
+(the durable commits, how many partitions shared one commit, and the end-of-run
+statistics merge).
+
+Two side measurements: the durable commit alone with 1, 10 and 100 sources per
+commit, and the writers' cost per partition when the output directory already
+holds many files (``--dir-sizes``; the writers used to list the whole directory
+for every partition, which made a run quadratic in its partition count).
 
 Target (project issue): checkpoint overhead < 2% of wall time.
 
     .venv/bin/python bench/checkpoint_overhead.py                  # full: 1,000 partitions
-    .venv/bin/python bench/checkpoint_overhead.py --files 200 --reps 3
+    .venv/bin/python bench/checkpoint_overhead.py --files 200 --reps 3 --dir-sizes 0,10000
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pathlib import Path
 import _common as C
 import polars as pl
 
+from curator import pipeline as pipeline_module
 from curator.checkpoint import CheckpointStore
 from curator.execution import InlineExecutor
 from curator.io import JsonlReader, JsonlWriter
@@ -78,20 +85,6 @@ class DriverClock:
         self.seconds, self.calls = {}, {}
 
 
-class PrefetchLocalExecutor(LocalExecutor):
-    """What-if, bench only: two units per worker in flight instead of one.
-
-    Pipeline.run keeps ``executor.capacity`` units in flight; LocalExecutor's
-    capacity is its worker count, so while the driver commits a finished
-    partition's checkpoint a worker waits for its next unit. With a second unit
-    queued in the pool, the commit overlaps the work.
-    """
-
-    @property
-    def capacity(self) -> int:
-        return 2 * self.workers
-
-
 def build(inp: Path, out: Path) -> Pipeline:
     return Pipeline(
         name="checkpoint-overhead",
@@ -104,16 +97,10 @@ def build(inp: Path, out: Path) -> Pipeline:
 
 
 def make_executor(kind: str, workers: int):
-    if kind == "local":
-        return LocalExecutor(workers=workers)
-    if kind == "local-prefetch":
-        return PrefetchLocalExecutor(workers=workers)
-    return InlineExecutor()
+    return LocalExecutor(workers=workers) if kind == "local" else InlineExecutor()
 
 
 def label(kind: str, workers: int) -> str:
-    if kind == "local-prefetch":
-        return f"local(workers={workers}), {2 * workers} in flight (what-if)"
     return kind if kind == "inline" else f"local(workers={workers})"
 
 
@@ -122,9 +109,13 @@ def one_run(kind: str, workers: int, inp: Path, work: Path, checkpoint: bool,
     out = C.fresh(work / "out")
     ckpt = C.fresh(work / "ckpt") if checkpoint else None
     clock.reset()
-    start = time.perf_counter()
-    result = build(inp, out).run(executor=make_executor(kind, workers), checkpoint_path=ckpt)
-    wall = time.perf_counter() - start
+    executor = make_executor(kind, workers)
+    try:
+        start = time.perf_counter()
+        result = build(inp, out).run(executor=executor, checkpoint_path=ckpt)
+        wall = time.perf_counter() - start
+    finally:
+        executor.close()  # the pool outlives run() (kept for a next run); not timed
     assert result.sources_completed == result.sources_total, result.sources_pending
     return {
         "wall_s": wall,
@@ -151,15 +142,50 @@ def commit_batching(tmp: Path, sources: int, batches: tuple[int, ...]) -> dict[s
     return out
 
 
+def writer_dir_scaling(inp: Path, tmp: Path, sizes: list[int], partitions: int, reps: int
+                       ) -> dict[str, dict[str, float]]:
+    """ms per partition written into an output directory already holding N other files.
+
+    The same ``partitions`` input files each time (inline, no checkpoint), interleaved
+    over the sizes; a directory listing per write would grow with N, one per run not.
+    """
+    src = C.fresh(tmp / "scaling-input")
+    for path in sorted(inp.glob("*.jsonl"))[:partitions]:
+        (src / path.name).hardlink_to(path)
+    dirs: dict[int, Path] = {}
+    for n in sizes:
+        out = C.fresh(tmp / f"scaling-out-{n}")
+        for i in range(n):  # other outputs of the same kind, as a long run leaves them
+            (out / f"other-{i:07d}.jsonl").touch()
+        dirs[n] = out
+    runs: dict[int, list[float]] = {n: [] for n in sizes}
+    for rep in range(reps + 1):  # the first round is a warm-up
+        for n in sizes if rep % 2 == 0 else list(reversed(sizes)):
+            for old in dirs[n].iterdir():  # the previous round's outputs, not the others
+                if not old.name.startswith("other-"):
+                    old.unlink()
+            start = time.perf_counter()
+            build(src, dirs[n]).run(executor=InlineExecutor())
+            if rep:
+                runs[n].append((time.perf_counter() - start) / partitions * 1e3)
+    base = C.median(runs[sizes[0]])
+    return {str(n): {"ms_per_partition": C.median(v), "extra_ms_per_partition":
+                     C.median(v) - base, "runs_ms": v} for n, v in runs.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000, help="source partitions (1 file each)")
     parser.add_argument("--docs-per-file", type=int, default=8)
     parser.add_argument("--reps", type=int, default=7, help="measured runs per variant")
-    parser.add_argument("--executors", default="local,inline,local-prefetch",
-                        help="local, inline, local-prefetch (a what-if: 2 units per worker)")
+    parser.add_argument("--executors", default="local,inline", help="local, inline")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--dir-sizes", default="0,10000,50000",
+                        help="files already in the output directory, for the writer scaling "
+                             "check ('' skips it)")
+    parser.add_argument("--scaling-partitions", type=int, default=100,
+                        help="partitions written per run of the writer scaling check")
     parser.add_argument("--quiet-wait", type=float, default=60,
                         help="wait up to this many seconds for other CPU load to settle")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -202,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
                 "commit_ms_per_partition": C.median(commit) / runs[True][0]["partitions"] * 1e3,
                 "commit_share_of_wall_pct": C.median(
                     [r["commit_s"] / r["wall_s"] * 100 for r in runs[True]]),
-                "commits_per_run": runs[True][0]["commits"],
+                "commits_per_run": C.median([r["commits"] for r in runs[True]]),
+                "sources_per_commit": runs[True][0]["partitions"]
+                / C.median([r["commits"] for r in runs[True]]),
                 "store_open_s_median": C.median([r["open_s"] for r in runs[True]]),
                 "stats_merge_s_median": C.median([r["merge_s"] for r in runs[True]]),
                 "partition_ms_for_2pct": (C.median(ckpt) - C.median(plain))
@@ -211,24 +239,33 @@ def main(argv: list[str] | None = None) -> int:
             }
             print(f"  {kind}: done ({args.reps} reps per variant)")
         batching = commit_batching(tmp, args.files, (1, 10, 100))
+        sizes = [int(n) for n in args.dir_sizes.split(",") if n]
+        scaling = (writer_dir_scaling(inp, tmp, sizes, min(args.scaling_partitions, args.files),
+                                      args.reps) if sizes else {})
 
     print()
     C.print_table(
         ["executor", "partitions", "plain s", "ckpt s", "ratio", "paired", "overhead %",
-         "commit ms/part", "commit % wall", "< 2%?"],
+         "commit ms/part", "commit % wall", "sources/commit", "< 2%?"],
         [[s["executor"], s["partitions"], s["median_plain_s"], s["median_checkpoint_s"],
           s["ratio_of_medians"], s["median_paired_ratio"], s["overhead_pct"],
-          s["commit_ms_per_partition"], s["commit_share_of_wall_pct"],
+          s["commit_ms_per_partition"], s["commit_share_of_wall_pct"], s["sources_per_commit"],
           "yes" if s["target_met"] else "NO"] for s in summary.values()],
     )
     print("\ndurable LMDB commit alone, ms per source, by sources per commit: "
           + ", ".join(f"{k}: {v:.3f}" for k, v in batching.items()))
+    if scaling:
+        print("writer cost, ms per partition, by files already in the output directory: "
+              + ", ".join(f"{k}: {v['ms_per_partition']:.2f} ({v['extra_ms_per_partition']:+.2f})"
+                          for k, v in scaling.items()))
     C.write_result(NAME, {
         "target": "checkpoint overhead < 2% of wall time",
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "corpus_bytes": size,
         "results": summary,
         "commit_ms_per_source_by_batch": batching,
+        "writer_ms_per_partition_by_dir_size": scaling,
+        "in_flight_per_slot": getattr(pipeline_module, "IN_FLIGHT_PER_SLOT", 1),
     }, args.out)
     return 0
 

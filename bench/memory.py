@@ -47,9 +47,11 @@ def child(args: argparse.Namespace) -> int:
         JsonlReader(file_paths=str(args.input), blocksize=parse_size(args.blocksize)),
         JsonlWriter(path=str(args.output)),
     ])
-    start = time.perf_counter()
-    result = pipeline.run(executor=LocalExecutor(workers=args.workers))
-    wall = time.perf_counter() - start
+    with LocalExecutor(workers=args.workers) as executor:
+        start = time.perf_counter()
+        result = pipeline.run(executor=executor)
+        wall = time.perf_counter() - start
+    # closed: the pool outlives run(), and its workers must be reaped to count below
     print(json.dumps({
         "wall_s": wall,
         "partitions": result.sources_total,

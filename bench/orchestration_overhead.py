@@ -82,45 +82,20 @@ def build(inp: Path, out: Path, blocksize: str, stage_cls):
 
 
 def make_executor(kind: str, workers: int):
-    base = kind.removesuffix("-prefetch")
-    if base == "ray":
+    if kind == "ray":
         from executors import RayExecutor
 
-        executor = RayExecutor(workers=workers)
-    else:
-        from executors import LocalExecutor
+        return RayExecutor(workers=workers)
+    from executors import LocalExecutor
 
-        executor = LocalExecutor(workers=workers)
-    return prefetching(executor) if kind.endswith("-prefetch") else executor
+    return LocalExecutor(workers=workers)
 
 
-def prefetching(inner):
-    """What-if, bench only: two units per worker in flight instead of one.
+def in_flight_per_slot() -> int:
+    """Units the engine keeps in flight per executor slot (recorded with the figures)."""
+    from curator import pipeline
 
-    Pipeline.run keeps ``executor.capacity`` units in flight (one per worker), so
-    whatever the driver does between a unit returning and the next submit (the
-    checkpoint commit, Prefect's progress artifact update and task submission)
-    leaves a worker idle. With a second unit queued per worker it overlaps.
-    """
-    from curator.execution import Executor
-
-    class Prefetch(Executor):
-        name = inner.name
-
-        @property
-        def capacity(self) -> int:
-            return 2 * inner.capacity
-
-        def start(self, chain):
-            inner.start(chain)
-
-        def submit(self, task):
-            return inner.submit(task)
-
-        def stop(self, abandon: bool = False) -> None:
-            inner.stop(abandon=abandon)
-
-    return Prefetch()
+    return getattr(pipeline, "IN_FLIGHT_PER_SLOT", 1)
 
 
 def cpu_snapshot() -> tuple[float, dict[int, float]]:
@@ -177,13 +152,18 @@ def one_run(mode: str, kind: str, args, inp: Path, work: Path, blocksize: str, s
     executor = make_executor(kind, args.workers)
     settle(server_pid)  # the previous run's server backlog is not this run's cost
     cpu0 = cpu_snapshot()
-    start = time.perf_counter()
-    if mode == "flow":
-        result = run_pipeline_flow(pipeline, executor=executor)
-    else:
-        result = pipeline.run(executor=executor)
-    wall = time.perf_counter() - start
-    cpu1 = cpu_snapshot()
+    try:
+        start = time.perf_counter()
+        if mode == "flow":
+            result = run_pipeline_flow(pipeline, executor=executor)
+        else:
+            result = pipeline.run(executor=executor)
+        wall = time.perf_counter() - start
+        cpu1 = cpu_snapshot()
+    finally:
+        # The local pool outlives run() (kept for a next run); closed here, untimed, so
+        # no run leaves workers behind. A Ray that this script started is left alone.
+        executor.close()
     backlog = settle(server_pid)  # the server still recording this run's task runs
     cpu2 = cpu_snapshot()
     assert result.sources_completed == result.sources_total and not result.sources_pending
@@ -235,9 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8, help="input files")
     parser.add_argument("--file-mb", type=float, default=63.9, help="size of each input file")
     parser.add_argument("--blocksizes", default="32MB,8MB", help="partition sizes to measure")
-    parser.add_argument("--executors", default="local,ray",
-                        help="local, ray; local-prefetch, ray-prefetch: a what-if with two "
-                             "units per worker in flight")
+    parser.add_argument("--executors", default="local,ray", help="local, ray")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3, help="measured runs per mode and size")
     parser.add_argument("--no-heartbeat", action="store_true",
@@ -288,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             with temporary_settings(overrides):
                 logging.getLogger("prefect").setLevel(logging.WARNING)
                 for kind in args.executors.split(","):
-                    if kind.startswith("ray") and not ray_started:
+                    if kind == "ray" and not ray_started:
                         import ray
 
                         t0 = time.perf_counter()
@@ -406,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus_bytes": total,
         "results": results,
         "model": model,
+        "in_flight_per_slot": in_flight_per_slot(),
     }, args.out)
     return 0
 
