@@ -300,6 +300,18 @@ def versions() -> dict[str, str]:
     return out
 
 
+def engine_settings() -> dict[str, object]:
+    """The engine's scheduling knobs, so figures from before and after a change to them
+    can be told apart (``None``: the engine had no such setting)."""
+    try:
+        from curator import pipeline
+    except ImportError:  # pragma: no cover - a benchmark without the engine
+        return {}
+    return {"in_flight_per_slot": getattr(pipeline, "IN_FLIGHT_PER_SLOT", None),
+            "commit_interval_s": getattr(pipeline, "COMMIT_INTERVAL", None),
+            "commit_max": getattr(pipeline, "COMMIT_MAX", None)}
+
+
 def machine() -> dict[str, object]:
     mem = None
     try:
@@ -346,6 +358,7 @@ def write_result(name: str, payload: dict[str, object], out: Path | None = None)
         "machine": machine(),
         "machine_load": machine_load(),
         "versions": versions(),
+        "engine": engine_settings(),
         **payload,
     }
     tmp = path.with_suffix(".json.tmp")

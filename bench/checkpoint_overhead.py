@@ -32,7 +32,6 @@ from pathlib import Path
 import _common as C
 import polars as pl
 
-from curator import pipeline as pipeline_module
 from curator.checkpoint import CheckpointStore
 from curator.execution import InlineExecutor
 from curator.io import JsonlReader, JsonlWriter
@@ -265,7 +264,6 @@ def main(argv: list[str] | None = None) -> int:
         "results": summary,
         "commit_ms_per_source_by_batch": batching,
         "writer_ms_per_partition_by_dir_size": scaling,
-        "in_flight_per_slot": getattr(pipeline_module, "IN_FLIGHT_PER_SLOT", 1),
     }, args.out)
     return 0
 

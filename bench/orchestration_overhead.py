@@ -91,13 +91,6 @@ def make_executor(kind: str, workers: int):
     return LocalExecutor(workers=workers)
 
 
-def in_flight_per_slot() -> int:
-    """Units the engine keeps in flight per executor slot (recorded with the figures)."""
-    from curator import pipeline
-
-    return getattr(pipeline, "IN_FLIGHT_PER_SLOT", 1)
-
-
 def cpu_snapshot() -> tuple[float, dict[int, float]]:
     """CPU seconds of this process + reaped children, and of every live descendant.
 
@@ -384,7 +377,6 @@ def main(argv: list[str] | None = None) -> int:
         "corpus_bytes": total,
         "results": results,
         "model": model,
-        "in_flight_per_slot": in_flight_per_slot(),
     }, args.out)
     return 0
 
