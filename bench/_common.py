@@ -388,26 +388,9 @@ def _json_default(value: object) -> object:
 
 
 def prefect_env(home: Path) -> dict[str, str]:
-    env = {
-        "PREFECT_HOME": str(home / "prefect-home"),
-        "PREFECT_PROFILES_PATH": str(home / "profiles.toml"),
-        "DO_NOT_TRACK": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-        "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-        "PREFECT_LOGGING_TO_API_ENABLED": "false",
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": "sqlite+aiosqlite:///:memory:",
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-        "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
-        "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_READ_BATCH_SIZE": "100",
-        "PREFECT_SERVER_UI_ENABLED": "false",
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_AUTH_MODE": "disabled",
-    }
-    for service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "TRIGGERS", "DB_VACUUM",
-                    "CANCELLATION_CLEANUP", "PAUSE_EXPIRATIONS", "REPOSSESSOR"):
-        env[f"PREFECT_SERVER_SERVICES_{service}_ENABLED"] = "false"
-    return env
+    from curator.environment import hermetic_env
+
+    return hermetic_env(home)
 
 
 def ray_init_kwargs(temp: Path, num_cpus: int = 2) -> dict[str, object]:

@@ -17,33 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from curator.environment import hermetic_env
+
 REPO = Path(__file__).resolve().parents[1]
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="curate-tests-"))
 _RAY_TMP = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))  # AF_UNIX paths must stay short
 
-_ENV = {
-    "PREFECT_HOME": str(_SESSION_DIR / "prefect-home"),
-    "PREFECT_PROFILES_PATH": str(_SESSION_DIR / "profiles.toml"),
-    "DO_NOT_TRACK": "1",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-    "PREFECT_LOGGING_TO_API_ENABLED": "false",
-    "PREFECT_SERVER_DATABASE_CONNECTION_URL": "sqlite+aiosqlite:///:memory:",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
-    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_READ_BATCH_SIZE": "100",
-    "PREFECT_SERVER_UI_ENABLED": "false",
-    "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_AUTH_MODE": "disabled",
-    # Ray started by the tests is single-machine: keep it on 127.0.0.1 (see
-    # executors/ray.py, _keep_local_ray_on_loopback).
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-    "CURATE_TEST_RAY_TMP": str(_RAY_TMP),
-}
-for _service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "TRIGGERS", "DB_VACUUM",
-                 "CANCELLATION_CLEANUP", "PAUSE_EXPIRATIONS", "REPOSSESSOR"):
-    _ENV[f"PREFECT_SERVER_SERVICES_{_service}_ENABLED"] = "false"
+_ENV = {**hermetic_env(_SESSION_DIR), "CURATE_TEST_RAY_TMP": str(_RAY_TMP)}
 os.environ.update(_ENV)
 # Subprocesses started by tests import the project from this checkout.
 os.environ["PYTHONPATH"] = os.pathsep.join(
