@@ -394,12 +394,6 @@ def prefect_env(home: Path) -> dict[str, str]:
 
 
 def ray_init_kwargs(temp: Path, num_cpus: int = 2) -> dict[str, object]:
-    return {
-        "num_cpus": num_cpus,
-        "include_dashboard": False,
-        "log_to_driver": False,
-        "logging_level": "ERROR",
-        "object_store_memory": 200 * 1024 * 1024,
-        "_temp_dir": str(temp),
-        "_node_ip_address": "127.0.0.1",
-    }
+    from curator.environment import small_ray_kwargs
+
+    return small_ray_kwargs(temp, num_cpus)

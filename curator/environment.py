@@ -39,3 +39,18 @@ def hermetic_env(home: Path) -> dict[str, str]:
     for service in _OFF_SERVICES:
         env[f"PREFECT_SERVER_SERVICES_{service}_ENABLED"] = "false"
     return env
+
+
+def small_ray_kwargs(temp_dir: Path, num_cpus: int = 2) -> dict[str, object]:
+    """``ray.init`` arguments for the small local Ray the notes recommend: no
+    dashboard, a 200 MiB object store, bound to loopback, a short temp dir (AF_UNIX
+    socket paths are limited to 107 bytes)."""
+    return {
+        "num_cpus": num_cpus,
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": "ERROR",
+        "object_store_memory": 200 * 1024 * 1024,
+        "_temp_dir": str(temp_dir),
+        "_node_ip_address": "127.0.0.1",
+    }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from curator.environment import hermetic_env
+from curator.environment import hermetic_env, small_ray_kwargs
 
 REPO = Path(__file__).resolve().parents[1]
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="curate-tests-"))
@@ -73,15 +73,7 @@ def _flush_prefect_clients() -> None:
 
 def ray_init_kwargs(num_cpus: int = 2) -> dict:
     """The small local Ray the notes recommend, bound to loopback, short temp dir."""
-    return {
-        "num_cpus": num_cpus,
-        "include_dashboard": False,
-        "log_to_driver": False,
-        "logging_level": "ERROR",
-        "object_store_memory": 200 * 1024 * 1024,
-        "_temp_dir": str(_RAY_TMP),
-        "_node_ip_address": "127.0.0.1",
-    }
+    return small_ray_kwargs(_RAY_TMP, num_cpus)
 
 
 @pytest.fixture(scope="session")
