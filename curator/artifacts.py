@@ -50,3 +50,31 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
+
+
+def tool_revision() -> str:
+    """What produced an artifact, first that works: ``CURATE_TOOL_REVISION``, the git
+    commit of this source checkout (``git:<sha>[+dirty]``), the installed package
+    version, or ``unknown``."""
+    env = os.environ.get("CURATE_TOOL_REVISION")
+    if env:
+        return env
+    import subprocess
+
+    here = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
+        if sha:
+            return f"git:{sha}{'+dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        from importlib.metadata import version
+
+        return f"corpus-curator {version('corpus-curator')}"
+    except Exception:
+        return "unknown"

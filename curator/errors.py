@@ -17,6 +17,7 @@ EXIT_CODES: dict[str, int] = {
     "invalid_pipeline": 2,
     "source_stage_failed_task": 2,
     "partition_failed": 2,
+    "direction_mismatch": 3,
     "interrupted_sigint": 128 + signal.SIGINT,
     "interrupted_sigterm": 128 + signal.SIGTERM,
 }

@@ -83,6 +83,32 @@ def ingest(config: ConfigOpt, set_: SetOpt = None) -> None:
     )
 
 
+@app.command()
+def profile(config: ConfigOpt, set_: SetOpt = None) -> None:
+    """Profile an ingested corpus: signals, candidate thresholds and a summary with plots."""
+    from flows.profile import profile_flow
+    from flows.terminal import progress_bars
+
+    _quiet_user_errors()
+    try:
+        with progress_bars({"populations": ("count sources", "profile_populations.documents"),
+                            "sample": ("sample", "profile_sample.candidates"),
+                            "scores": ("score", "profile_score.documents")}):
+            report = profile_flow(str(config), set_ or [])
+    except CuratorError as exc:
+        fail(exc)
+        return
+    out = Path(report["producer"]["output_dir"])
+    typer.echo(
+        f"profile: {report['corpus']['document_count']} documents in "
+        f"{report['corpus']['source_count']} sources, {report['sampling']['sampled']} sampled, "
+        f"{len(report['signals'])} signals; fingerprint {report['corpus']['fingerprint']}\n"
+        f"  summary    {out / 'profile_summary.md'}\n"
+        f"  candidates {out / 'candidate_policies.yaml'}  (approve with `curate approve`)\n"
+        f"  report     {out / 'profile_report.json'}"
+    )
+
+
 @app.command("demo-corpus")
 def demo_corpus(
     out: Annotated[Path, typer.Option("--out", help="folder to write the raw JSONL into")],
@@ -105,6 +131,44 @@ def demo_corpus(
         f"noise: {', '.join(f'{k} {v}' for k, v in noise.items() if k != 'clean')}; "
         f"manifest {out / MANIFEST_NAME}"
     )
+
+
+@app.command()
+def approve(
+    candidate: Annotated[Path, typer.Option("--candidate", help="candidate_policies.yaml")],
+    out: Annotated[Path, typer.Option("--out", help="where to write approved_policy.yaml")],
+    approver: Annotated[str, typer.Option("--approver", help="who approves")] = "",
+    evidence: Annotated[str, typer.Option("--evidence", help="what the decision rests on")]
+    = "",
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="signal=VALUE (one-sided) or signal=LO:HI (interval); "
+                                   "repeatable"),
+    ] = None,
+    method: Annotated[str, typer.Option("--method", help="manual or ablation")] = "manual",
+    date: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD (default: today, UTC)")]
+    = None,
+) -> None:
+    """Approve a candidate policy: chosen thresholds plus approver and evidence."""
+    from curator.policy import load_candidate, parse_threshold_assignments, promote, write_approved
+
+    try:
+        if out.resolve() == candidate.resolve():
+            raise CuratorError("approve_out_is_candidate",
+                               f"--out {out} would overwrite the candidate; write elsewhere")
+        doc, warnings = promote(
+            load_candidate(candidate), parse_threshold_assignments(set_ or []),
+            approver=approver, evidence=evidence, method=method, date=date,
+            log_warnings=False,
+        )
+        for warning in warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        digest = write_approved(doc, out)
+    except CuratorError as exc:
+        fail(exc)
+        return
+    typer.echo(f"approved policy: {len(doc['thresholds'])} thresholds, written to {out}; "
+               f"policy digest {digest}")
 
 
 @checkpoint_app.command("show")

@@ -8,12 +8,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from curator.config import _deep_merge, load_config
 from curator.steps.ingest import IngestConfig, report_markdown, run_ingest
-from executors import make_executor
-from flows.engine import PrefectTaskExecutor
 from flows.logging import engine_logs_to_prefect
 from flows.progress import PhaseProgress
+from flows.step_config import step_config, step_executor
 
 
 @flow(
@@ -27,26 +25,15 @@ def ingest_flow(
 ) -> dict[str, Any]:
     """Ingest a raw corpus. ``config`` is a YAML path or a mapping of ingest keys;
     ``overrides`` are ``key=value`` strings as for ``--set``."""
-    if isinstance(config, str):
-        cfg = load_config(IngestConfig, config, overrides)
-    else:
-        # dotted overrides merge into nested blocks (as for a YAML file), not replace them
-        cfg = load_config(IngestConfig, None, _deep_merge(config, _as_dict(overrides)))
+    cfg = step_config(IngestConfig, config, overrides)
     logger = get_run_logger()
-    ex = cfg.execution
-    executor = PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))
+    executor = step_executor(cfg)
     logger.info("ingest of %s into %s on %s", cfg.input, cfg.output_dir, executor.describe())
     try:
         with executor, engine_logs_to_prefect():
             return run_ingest(cfg, executor, on_progress=PhaseProgress("ingest"))
     finally:
         _publish(cfg)
-
-
-def _as_dict(overrides: list[str] | None) -> dict[str, Any]:
-    from curator.config import parse_overrides
-
-    return parse_overrides(overrides)
 
 
 def _publish(cfg: IngestConfig) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pyarrow.parquet as pq
 
 from curator.ingest.plan import file_format
 from curator.ingest.records import IdentitySpec, PartitionRecords, parse_jsonl
-from curator.io.readers import read_bytes
+from curator.io.readers import map_lines
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -83,14 +85,19 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             self._parquet(path, index, records)
             return
         rng = task.byte_range
-        data = read_bytes(path, rng)
-        if data.startswith(b"\xef\xbb\xbf") and (rng is None or rng[0] == 0):
+        data, start, end = map_lines(path, rng)
+        if data[start:start + 3] == b"\xef\xbb\xbf" and (rng is None or rng[0] == 0):
             self.stat_update("files_with_bom")
-        parse_jsonl(
-            data, records, path=path, file_index=index,
-            first_line=int(task._metadata.get("first_line", 1)),
-            base_offset=rng[0] if rng else 0,
-        )
+        try:
+            parse_jsonl(
+                data, records, path=path, file_index=index,
+                first_line=int(task._metadata.get("first_line", 1)),
+                base_offset=rng[0] if rng else 0, start=start, end=end,
+            )
+        finally:
+            if isinstance(data, mmap.mmap):
+                with contextlib.suppress(BufferError):  # a view is still alive: GC closes it
+                    data.close()
 
     def _parquet(self, path: str, index: int, records: PartitionRecords) -> None:
         parquet = pq.ParquetFile(path)

@@ -17,9 +17,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import mmap
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, BinaryIO
 
 import orjson
@@ -250,6 +252,7 @@ def iter_lines(data: bytes, first_line: int, base_offset: int
 
     The lines are memoryviews of ``data``: no copy, and orjson parses them as they
     are. A line is stripped (copied) only to test a leading whitespace byte (rare).
+    ``parse_jsonl`` runs the same loop inline.
     """
     view, find, size = memoryview(data), data.find, len(data)
     start = len(UTF8_BOM) if base_offset == 0 and data.startswith(UTF8_BOM) else 0
@@ -284,38 +287,193 @@ def _has_float(value: Any) -> bool:
     return False
 
 
-def parse_jsonl(data: bytes, records: PartitionRecords, *, path: str, file_index: int,
-                first_line: int = 1, base_offset: int = 0) -> None:
-    """Parse JSONL bytes into ``records``; blank lines are not records."""
+def _picker(indices: list[int]) -> Callable[[list[bytes]], tuple[bytes, ...]]:
+    """``lambda seq: tuple(seq[i] for i in indices)``, as fast as it gets."""
+    if not indices:
+        return lambda seq: ()
+    if len(indices) == 1:
+        i = indices[0]
+        return lambda seq: (seq[i],)
+    return itemgetter(*indices)  # type: ignore[return-value]
+
+
+def _fmt(part: bytes) -> bytes:
+    return part.replace(b"%", b"%%")  # a constant inside a %-format
+
+
+#: Value types whose JSON the fast path writes one by one (``orjson.dumps(v)``) and
+#: that the id recipe's ``json.dumps`` writes identically: orjson reads integers only
+#: within 64 bits (larger ones come out as floats), so every int here is in range.
+_FAST_TYPES = frozenset({str, type(None), bool, int})
+
+
+@dataclass(frozen=True)
+class FastEncoder:
+    """The accepted-record work of ``PartitionRecords.add`` for the common case, with the
+    text's JSON encoded once and used for both the id payload and the output line.
+
+    For minted ids, the recipe's payload ``json.dumps([v1, v2, ...], separators=(',',
+    ':'), ensure_ascii=False)`` is ``[`` + the values' JSON joined by ``,`` + ``]``, and
+    the output line ``orjson.dumps({"text":…, "id":…, "source":…, k:…})`` is the same
+    constant keys around the values' JSON, so each value is encoded once
+    (``orjson.dumps``) and the pieces are put together by ``%``-formatting. It applies
+    when the text is a string and every other value read is a string, None, a bool
+    or an integer (``_FAST_TYPES``); anything else goes through ``add``.
+    """
+
+    fields: tuple[str, ...]  # the value fields (``_value_fields``), read in this order
+    payload: bytes  # %-format of the id payload
+    pick_payload: Callable[[list[bytes]], tuple[bytes, ...]]  # from fields' JSON + text's
+    line: bytes  # %-format of the output line: text, id, source, kept...
+    pick_kept: Callable[[list[bytes]], tuple[bytes, ...]]
+    prefix: bytes  # the id prefix, UTF-8
+    prefix_json: bytes  # its JSON without the closing quote
+    source_index: int  # index of source_from in `fields`, or -1 for the constant
+    source_json: bytes  # the constant source's JSON (or "unknown"'s)
+
+    @classmethod
+    def for_spec(cls, spec: IdentitySpec) -> FastEncoder | None:
+        keep = spec.keep_fields
+        if (spec.id_from is not None or spec.text_field not in spec.id_fields
+                or len(set(keep)) != len(keep) or {"text", "id", "source"} & set(keep)):
+            return None
+        fields = _value_fields(spec)
+        text_at = len(fields)  # the text's JSON goes after the fields' JSON
+        at = {f: i for i, f in enumerate(fields)} | {spec.text_field: text_at}
+        kept = b"".join(b"," + _fmt(orjson.dumps(k)) + b":%b" for k in keep)
+        return cls(
+            fields=fields,
+            payload=b"[" + b",".join(b"%b" for _ in spec.id_fields) + b"]",
+            pick_payload=_picker([at[f] for f in spec.id_fields]),
+            line=b'{"text":%b,"id":%b%b","source":%b' + kept + b"}\n",
+            pick_kept=_picker([at[f] for f in keep]),
+            prefix=spec.id_prefix.encode("utf-8"),
+            prefix_json=orjson.dumps(spec.id_prefix)[:-1],
+            source_index=fields.index(spec.source_from) if spec.source_from else -1,
+            source_json=orjson.dumps(spec.source or "unknown"),
+        )
+
+
+def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str,
+                file_index: int, first_line: int = 1, base_offset: int = 0,
+                start: int = 0, end: int | None = None) -> None:
+    """Parse JSONL bytes (``data[start:end]``, at ``base_offset`` in the file) into
+    ``records``; blank lines are not records.
+
+    ``data`` may be a memory map of the file (``curator.io.readers.map_file``). The
+    line loop (``iter_lines``) and, for the common record, ``PartitionRecords.add``
+    (``FastEncoder``) are inlined: this loop runs once per document, and every call
+    saved here is a visible share of ingest.
+    """
     decoder: FallbackDecoder | None = None
-    fields = _value_fields(records.spec)
-    loads, add = orjson.loads, records.add
-    for line_no, offset, view in iter_lines(data, first_line, base_offset):
-        encoding = "utf-8"
-        raw: memoryview | str = view
-        try:
-            obj = loads(view)
-        except orjson.JSONDecodeError:
-            try:
-                raw = str(view, "utf-8")
-            except UnicodeDecodeError:
-                if decoder is None:
-                    decoder = FallbackDecoder(_non_utf8_lines(data))
-                raw, encoding = decoder.decode(bytes(view))
-            try:
-                obj = loads(raw)
-            except orjson.JSONDecodeError as exc:
-                records.reject("unparsable_line", path, line_no, offset, raw, detail=str(exc))
-                continue
-        # orjson reads integers beyond 64 bits as floats: where a value reaches an id or
-        # the output, take json's exact reading (the id recipe is defined on it).
-        if type(obj) is dict:
-            for f in fields:
-                value = obj.get(f)
-                if type(value) is not str and value is not None and _has_float(value):
-                    obj = json.loads(bytes(raw) if isinstance(raw, memoryview) else raw)
-                    break
-        add(obj, path, file_index, offset, line_no, offset, encoding, raw)
+    spec = records.spec
+    fields = _value_fields(spec)
+    loads, dumps, add, sha256 = orjson.loads, orjson.dumps, records.add, hashlib.sha256
+    hi = len(data) if end is None else end
+    pos = start
+    if base_offset == 0 and pos == 0 and data[:3] == UTF8_BOM:
+        pos = len(UTF8_BOM)
+    shift = base_offset - start  # file offset = position in data + shift
+    find, view, line_no = data.find, memoryview(data), first_line
+    whitespace, fast_types = _WHITESPACE, _FAST_TYPES
+
+    fast = FastEncoder.for_spec(spec)
+    if fast is not None:
+        text_field, vfields = spec.text_field, fast.fields
+        payload_fmt, pick_payload, line_fmt, pick_kept = (
+            fast.payload, fast.pick_payload, fast.line, fast.pick_kept)
+        prefix, prefix_json = fast.prefix, fast.prefix_json
+        source_index, source_json = fast.source_index, fast.source_json
+        ord_pos, lines_col, line_ends = records.ord_pos, records.line, records.line_ends
+        ids, id_ends, write = records.ids, records.id_ends, records.lines.write
+        column_names = records.column_names
+    size, accepted_fast = records.size, 0
+    try:
+        while pos < hi:
+            nl = find(b"\n", pos, hi)
+            if nl < 0:
+                nl = hi
+            stop = nl - 1 if nl > pos and data[nl - 1] == 13 else nl  # drop a "\r"
+            if stop > pos and (data[pos] not in whitespace or data[pos:stop].strip()):
+                raw: memoryview | str = view[pos:stop]
+                try:
+                    obj = loads(raw)
+                    parsed = True
+                except orjson.JSONDecodeError:
+                    parsed = False
+                if parsed and fast is not None and type(obj) is dict:
+                    text = obj.get(text_field)
+                    if type(text) is str and text and not text.isspace():
+                        values = [obj.get(f) for f in vfields]
+                        for v in values:
+                            if type(v) not in fast_types:
+                                break
+                        else:  # the common record: accepted here, as `add` would
+                            column_names.update(obj)
+                            encoded = [dumps(v) for v in values]
+                            if source_index < 0:
+                                source = source_json
+                            else:
+                                v = values[source_index]
+                                if v is None or v == "":
+                                    source = source_json
+                                elif type(v) is str:
+                                    source = encoded[source_index]
+                                else:
+                                    source = dumps(str(v))
+                            encoded.append(dumps(text))
+                            hexid = sha256(payload_fmt % pick_payload(encoded)).hexdigest(
+                                ).encode()
+                            if prefix:
+                                ids += prefix
+                            ids += hexid
+                            id_ends.append(len(ids))
+                            size += write(line_fmt % (encoded[-1], prefix_json, hexid, source,
+                                                      *pick_kept(encoded)))
+                            line_ends.append(size)
+                            ord_pos.append(pos + shift)
+                            lines_col.append(line_no)
+                            accepted_fast += 1
+                            line_no += 1
+                            pos = nl + 1
+                            continue
+                offset = pos + shift
+                encoding = "utf-8"
+                if not parsed:
+                    try:
+                        raw = str(raw, "utf-8")
+                    except UnicodeDecodeError:
+                        if decoder is None:
+                            decoder = FallbackDecoder(_non_utf8_lines(bytes(view[start:hi])))
+                        raw, encoding = decoder.decode(bytes(raw))
+                    try:
+                        obj = loads(raw)
+                        parsed = True
+                    except orjson.JSONDecodeError as exc:
+                        records.reject("unparsable_line", path, line_no, offset, raw,
+                                       detail=str(exc))
+                if parsed:
+                    # orjson reads integers beyond 64 bits as floats: where a value reaches
+                    # an id or the output, take json's exact reading (the id recipe is
+                    # defined on it).
+                    if type(obj) is dict:
+                        for f in fields:
+                            value = obj.get(f)
+                            if type(value) is not str and value is not None and \
+                                    _has_float(value):
+                                obj = json.loads(bytes(raw) if isinstance(raw, memoryview)
+                                                 else raw)
+                                break
+                    records.size = size
+                    add(obj, path, file_index, offset, line_no, offset, encoding, raw)
+                    size = records.size
+            line_no += 1
+            pos = nl + 1
+    finally:
+        records.size = size
+        if accepted_fast:
+            records.ord_file.extend(array("i", [file_index]) * accepted_fast)
+            records.encodings["utf-8"] = records.encodings.get("utf-8", 0) + accepted_fast
 
 
 def _non_utf8_lines(data: bytes) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,13 @@ KNOWN_CAPABILITIES: frozenset[str] = frozenset(DATA_CAPABILITIES) | WRITING_SYST
 
 @dataclass(frozen=True)
 class LangPack:
-    """A language pack after loading and validation (immutable, picklable)."""
+    """A language pack after loading and validation (immutable, picklable).
+
+    Build one with :func:`curator.langpack.load_langpack`; ``boilerplate`` holds the
+    pattern strings and :attr:`boilerplate_regexes` their compiled forms.
+    ``sources`` maps ``stopwords``/``charset``/``boilerplate`` to the manifest's
+    ``{file, origin, license}`` (provenance; not part of :meth:`describe`).
+    """
 
     pack_id: str
     language_tag: str
@@ -38,8 +45,21 @@ class LangPack:
     fold_map: dict[str, str] = field(default_factory=dict)
     sentence_terminators: tuple[str, ...] = (".", "!", "?")
     notes: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
+    _compiled: tuple[re.Pattern[str], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", tuple(re.compile(p) for p in self.boilerplate))
+
+    @property
+    def boilerplate_regexes(self) -> tuple[re.Pattern[str], ...]:
+        """The ``boilerplate`` patterns, compiled once (same order)."""
+        return self._compiled
 
     def supports(self, capability: str) -> bool:
+        """Whether the pack declares ``capability`` in ``[capabilities] supports``."""
         return capability in self.capabilities
 
     def fold(self, text: str) -> str:

@@ -1,0 +1,1 @@
+"""curate profile: corpus fingerprint, per-source sampling, signal statistics, summary."""

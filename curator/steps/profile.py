@@ -1,0 +1,466 @@
+"""curate profile: measure a corpus, propose candidate thresholds, write a summary.
+
+One straight line (the reference's algorithm, on the engine):
+
+1. populations (engine pass): documents per source, read counts and the
+   order-independent ``corpus.fingerprint``;
+2. allocation: per-source proportional, ``max_total_docs`` in all;
+3. sample (engine pass): hash-bottom-k candidates per partition, merged into the
+   global per-source bottom-k;
+4. scores (engine pass): every selected signal over the sampled documents;
+5. statistics, in one process over the sample in (source, rank) order:
+   views, histograms, retention, bands, co-occurrence, policy simulation;
+6. artifacts: ``profile_report.json`` (digest before the producer block),
+   ``sample_manifest.json``, ``candidate_policies.yaml``, ``profile_summary.md``
+   with its plots. The report is written last: it marks completion.
+
+Every engine pass is resumable by source partition (``execution.checkpoint_path``);
+the result does not depend on the executor, the worker count or interruptions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
+from curator.checkpoint import METADATA_DIRNAME
+from curator.config import StepConfig
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.io.partitioning import JSONL_EXTENSIONS, FilePartitioningStage, resolve_input_files
+from curator.io.writers import write_atomic
+from curator.langpack import LangPack
+from curator.langpack.loader import load_langpack
+from curator.pipeline import Pipeline, PipelineResult, Progress
+from curator.profile.fingerprint import RowDigest
+from curator.profile.passes import (
+    DocumentSpec,
+    PopulationStage,
+    SampleStage,
+    ScoreStage,
+    select_sample,
+    work_file,
+)
+from curator.profile.sampling import allocate
+from curator.signals.registry import IMPL_VERSION, REGISTRY, SignalSpec, missing_requirements
+
+log = logging.getLogger("curator.profile")
+
+STEP_ID = "curate/profile"
+REPORT_NAME = "profile_report.json"
+SAMPLE_MANIFEST = "sample_manifest.json"
+SUMMARY_NAME = "profile_summary.md"
+CANDIDATES_NAME = "candidate_policies.yaml"
+PLOTS_DIR = "plots"
+WORK_DIR = ".profile-work"
+ARTIFACTS = (REPORT_NAME, SAMPLE_MANIFEST, SUMMARY_NAME, CANDIDATES_NAME)
+SAMPLING_METHOD = "per-source proportional allocation, hash-bottom-k by sha256(seed:key)"
+
+
+class BandSearch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_keep_rate: float = Field(0.80, ge=0, le=1)
+    max_keep_rate: float = Field(0.995, ge=0, le=1)
+
+
+class TokenizerRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    revision: str
+
+
+class Models(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fasttext_langid: str | None = None
+    tokenizer: TokenizerRef | None = None
+
+
+class ProfileConfig(StepConfig):
+    """Configuration of ``curate profile`` (keys and defaults of the reference)."""
+
+    input_glob: str | list[str]
+    output_dir: str = "./output/profile"
+    language: str | None = None
+    langpack_dir: str | None = None
+    text_field: str = "text"
+    source_field: str | None = "source"
+    id_field: str | None = None
+    signals: list[str] = Field(default_factory=list)
+    max_total_docs: int = Field(200_000, ge=0)
+    seed: int = 0
+    band_search: BandSearch = BandSearch()
+    models: Models = Models()
+    partition_size: str | int = "64MB"
+
+
+ProgressHook = Callable[[str, Progress], None]
+
+
+def run_profile(
+    config: ProfileConfig,
+    executor: Executor | None = None,
+    on_progress: ProgressHook | None = None,
+) -> dict[str, Any]:
+    """Profile the corpus; return the report (also written to ``profile_report.json``)."""
+    out = Path(config.output_dir).resolve()
+    started_at = utc_now()
+    started = time.perf_counter()
+    ckpt_root = (Path(config.execution.checkpoint_path).resolve() / "profile"
+                 if config.execution.checkpoint_path else None)
+    _clear_artifacts(out)
+    try:
+        report = _profile(config, out, ckpt_root, executor, on_progress)
+    except BaseException:
+        _clear_artifacts(out)  # a failed profile leaves nothing that looks like a result
+        raise
+    report["producer"] = {
+        "step_id": STEP_ID,
+        "tool_revision": tool_revision(),
+        "config_hash": config_hash(config),
+        "started_at": started_at,
+        "completed_at": utc_now(),
+        "digest_covers": "every key except producer and profile_digest",
+        "output_dir": str(out),
+    }
+    write_json_atomic(out / REPORT_NAME, report)  # last: the completion marker
+    shutil.rmtree(out / WORK_DIR, ignore_errors=True)
+    if ckpt_root is not None:
+        shutil.rmtree(ckpt_root, ignore_errors=True)
+    log.info("profile written to %s in %.1f s", out, time.perf_counter() - started)
+    return report
+
+
+def config_hash(config: ProfileConfig) -> str:
+    """Digest of what determines the result (execution settings excluded)."""
+    return canonical_digest(config.model_dump(mode="json", exclude={"execution"}))
+
+
+def _clear_artifacts(out: Path) -> None:
+    for name in ARTIFACTS:
+        (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / PLOTS_DIR, ignore_errors=True)
+
+
+def _profile(
+    config: ProfileConfig,
+    out: Path,
+    ckpt_root: Path | None,
+    executor: Executor | None,
+    on_progress: ProgressHook | None,
+) -> dict[str, Any]:
+    if not config.language or not config.langpack_dir:
+        if not config.langpack_dir or config.langpack_dir in ("bundled",):
+            raise CuratorError(
+                "missing_langpack_dir",
+                "langpack_dir is required (there is no default pack root); e.g. "
+                "langpack_dir: langpacks",
+            )
+        raise CuratorError("config_error", "language is required (there is no default)")
+    pack = load_langpack(config.langpack_dir, config.language)
+    specs, notes = select_signals(config.signals, pack, config.models.tokenizer is not None)
+    if config.models.tokenizer is not None:
+        raise CuratorError(
+            "config_error",
+            "models.tokenizer: no tokenizer backend is bundled yet; remove it (token_count "
+            "is then skipped)",
+        )
+    if config.models.fasttext_langid and not Path(config.models.fasttext_langid).is_file():
+        raise CuratorError("config_error",
+                           f"models.fasttext_langid {config.models.fasttext_langid!r} not found")
+    files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
+             if Path(f).name.removesuffix(".json") not in _SIDECARS]
+    files = [f for f in files if not Path(f).is_relative_to(out)]
+    if not files:
+        raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
+    spec = DocumentSpec(text_field=config.text_field, id_field=config.id_field,
+                        source_field=config.source_field, root=_common_root(files))
+    if config.source_field is None:
+        notes.append("source_field is not set: each shard file is its own source")
+
+    work = out / WORK_DIR
+    _check_work(work, ckpt_root, config)
+    partitions = FilePartitioningStage(file_paths=files, blocksize=config.partition_size)
+
+    def phase(name: str, stage: Any) -> PipelineResult:
+        pipeline = Pipeline(name=f"profile-{name}")
+        pipeline.add_stage(partitions)
+        pipeline.add_stage(stage)
+        return pipeline.run(
+            executor=executor,
+            checkpoint_path=ckpt_root / name if ckpt_root is not None else None,
+            on_progress=(lambda p: on_progress(name, p)) if on_progress else None,
+        )
+
+    # 1. populations and the fingerprint
+    pop = phase("populations", PopulationStage(spec=spec, work_dir=str(work)))
+    sids = _source_ids(partitions, files)
+    corpus, populations = _merge_populations(work, sids)
+    corpus.update({"glob": config.input_glob, "file_count": len(files),
+                   "source_field": config.source_field})
+    if corpus["document_count"] == 0:
+        raise CuratorError(
+            "empty_corpus",
+            f"no documents with a string {config.text_field!r} in {len(files)} files "
+            f"({corpus['records_read']} records read)",
+        )
+    # 2. allocation; 3. sample
+    allocations = allocate(populations, config.max_total_docs)
+    sampled = phase("sample", SampleStage(spec=spec, work_dir=str(work), seed=config.seed,
+                                          allocations=allocations))
+    sample = select_sample([work_file(str(work), "candidates", s, ".parquet") for s in sids],
+                           allocations)
+    for sid in sids:  # the sample, split back by partition for scoring
+        part = sample.filter(pl.col("part") == sid)
+        write_atomic(work_file(str(work), "sample", sid, ".parquet"), _parquet(part))
+    # 4. scores
+    scored = phase("scores", ScoreStage(spec=spec, work_dir=str(work),
+                                        signals=[s.name for s in specs], pack=pack))
+    scores = pl.concat([pl.read_parquet(work_file(str(work), "scores", s, ".parquet"))
+                        for s in sids], how="diagonal_relaxed")
+    if scores.height:
+        scores = scores.sort(["source", "rank", "file", "offset"])
+
+    # 5. statistics
+    report = _report(config, pack, specs, notes, corpus, populations, allocations, scores,
+                     scored.stats)
+    report["execution"] = {
+        "partitions": pop.sources_total,
+        "skipped_resumed": pop.sources_skipped + sampled.sources_skipped
+        + scored.sources_skipped,
+    }
+    # 6. artifacts (the report last, by the caller)
+    write_json_atomic(out / SAMPLE_MANIFEST, _sample_manifest(config, populations, allocations,
+                                                              scores))
+    _write_policy_and_summary(report, out)
+    return report
+
+
+_SIDECARS = {"audit_report", "curation_ledger", "decontamination_report", "flow_plan",
+             "flow_report", "ingest_report", "plan", "profile_report", "run_manifest",
+             "sample_manifest", "subset_report", "token_counts"}
+
+
+def select_signals(
+    names: list[str], pack: LangPack, has_tokenizer: bool
+) -> tuple[list[SignalSpec], list[str]]:
+    """The signals to compute: all the pack supports (``[]``), or those named."""
+    capabilities = set(pack.capabilities) | ({"tokenizer"} if has_tokenizer else set())
+    notes: list[str] = []
+    if not names:
+        chosen = []
+        for spec in REGISTRY.values():
+            unmet = missing_requirements(spec, capabilities)
+            if unmet:
+                notes.append(f"skipped {spec.name}: requires {unmet}")
+            else:
+                chosen.append(spec)
+        return chosen, notes
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise CuratorError("unknown_signal",
+                           f"unknown signals {unknown}; known: {sorted(REGISTRY)}")
+    unmet_named = {n: missing_requirements(REGISTRY[n], capabilities) for n in names}
+    unmet_named = {n: u for n, u in unmet_named.items() if u}
+    if unmet_named:
+        raise CuratorError(
+            "signal_requirements_unmet",
+            "; ".join(f"{n} requires {u}" for n, u in unmet_named.items())
+            + f" (pack {pack.language_tag} supports {sorted(pack.capabilities)})",
+        )
+    return [REGISTRY[n] for n in dict.fromkeys(names)], notes
+
+
+def _common_root(files: list[str]) -> str:
+    import os
+
+    root = os.path.commonpath([str(Path(f).parent) for f in files])
+    return root
+
+
+def _source_ids(partitions: FilePartitioningStage, files: list[str]) -> list[str]:
+    from curator.tasks import EmptyTask
+
+    return [t.get_deterministic_id() for t in partitions.process(EmptyTask())]
+
+
+def _parquet(frame: pl.DataFrame) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    frame.write_parquet(buf, compression="zstd", statistics=False)
+    return buf.getvalue()
+
+
+def _check_work(work: Path, ckpt_root: Path | None, config: ProfileConfig) -> None:
+    """Resume only the same configuration's work; otherwise start afresh."""
+    marker = work / "config_hash"
+    digest = config_hash(config)
+    resumable = (ckpt_root is not None and marker.is_file()
+                 and marker.read_text() == digest
+                 and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
+    if not resumable:
+        if ckpt_root is not None and ckpt_root.exists():
+            log.warning("profile checkpoint %s belongs to another configuration or its work "
+                        "files are gone: starting afresh", ckpt_root)
+            shutil.rmtree(ckpt_root, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    write_atomic(marker, digest)
+
+
+def _merge_populations(work: Path, sids: list[str]) -> tuple[dict[str, Any], dict[str, int]]:
+    totals = {"records_read": 0, "records_without_text": 0, "unparsable_lines": 0,
+              "damaged_shards": 0}
+    populations: dict[str, int] = {}
+    digest = RowDigest()
+    damaged: list[str] = []
+    for sid in sids:
+        part = json.loads(work_file(str(work), "populations", sid, ".json").read_text())
+        for key in totals:
+            totals[key] += int(part[key])
+        damaged += part["damaged"]
+        for source, n in part["populations"].items():
+            populations[source] = populations.get(source, 0) + int(n)
+        digest = digest.merge(RowDigest.from_json(part["fingerprint"]))
+    corpus: dict[str, Any] = {
+        **totals,
+        "document_count": digest.count,
+        "source_count": len(populations),
+        "fingerprint": digest.digest,
+    }
+    if damaged:
+        corpus["damaged"] = sorted(damaged)
+    return corpus, dict(sorted(populations.items()))
+
+
+def _weights(scores: pl.DataFrame, populations: dict[str, int]) -> tuple[np.ndarray, ...]:
+    sources = sorted(populations)
+    index = {s: i for i, s in enumerate(sources)}
+    drawn = scores.group_by("source").len()
+    drawn_n = dict(zip(drawn["source"].to_list(), drawn["len"].to_list(), strict=True))
+    src = scores["source"].to_list()
+    weights = np.array([populations[s] / drawn_n[s] for s in src], dtype=np.float64)
+    source_idx = np.array([index[s] for s in src], dtype=np.int64)
+    return weights, source_idx, np.array(sources, dtype=object)
+
+
+def _report(
+    config: ProfileConfig,
+    pack: LangPack,
+    specs: list[SignalSpec],
+    notes: list[str],
+    corpus: dict[str, Any],
+    populations: dict[str, int],
+    allocations: dict[str, int],
+    scores: pl.DataFrame,
+    stats: dict[str, float],
+) -> dict[str, Any]:
+    from curator.profile import stats as S
+
+    weights, source_idx, sources = _weights(scores, populations)
+    blocks = []
+    arrays: dict[str, np.ndarray] = {}
+    for spec in specs:
+        values = scores[spec.name].to_numpy().astype(np.float64)
+        arrays[spec.name] = values
+        failures = int(stats.get(f"profile_score.scoring_failures.{spec.name}", 0))
+        block = S.signal_block(spec, values, weights, source_idx, list(sources),
+                               scoring_failures=failures,
+                               band_search=config.band_search.model_dump())
+        curve = block.get("retention")
+        if isinstance(curve, list) and curve and not S.verify_direction(spec, values, weights,
+                                                                         curve):
+            raise CuratorError(
+                "direction_mismatch",
+                f"{spec.name}: the retention curve disagrees with the keep rule of a "
+                f"{spec.direction!r} signal; the registry or the scorer is wrong",
+            )
+        blocks.append(block)
+    registry = {s.name: s for s in specs}
+    cooccurrence = S.cooccurrence(registry, arrays, weights)
+    simulation = S.policy_simulation(registry, arrays, weights)
+    if cooccurrence is None:
+        notes.append("cooccurrence: fewer than two profiled signals have Curator defaults")
+    if simulation is None:
+        notes.append("policy_simulation: no one-sided signal could be simulated")
+    notes.append("language_composition: no language-ID model configured "
+                 "(models.fasttext_langid)")
+    report: dict[str, Any] = {
+        "step_id": STEP_ID,
+        "schema_version": 1,
+        "signals_impl_version": IMPL_VERSION,
+        "langpack": pack.describe(),
+        "corpus": corpus,
+        "sampling": {"seed": config.seed, "max_total_docs": config.max_total_docs,
+                     "sampled": scores.height, "method": SAMPLING_METHOD,
+                     "allocations": allocations},
+        "tokenizer": None,
+        "views": {"macro": "nan-mean over sources of per-source quantiles",
+                  "micro": "every sampled document weighted by its source's "
+                           "population / drawn"},
+        "notes": notes,
+        "signals": blocks,
+        "language_composition": None,
+        "cooccurrence": cooccurrence,
+        "policy_simulation": simulation,
+        "interpretation": _interpretation(),
+    }
+    report["profile_digest"] = canonical_digest(report)
+    return report
+
+
+def _interpretation() -> dict[str, str]:
+    return {
+        "retention": "share of the corpus (micro view) a single gate at that threshold keeps",
+        "bands": "contiguous grid runs whose retention lies in band_search; each band's two "
+                 "thresholds are alternative single bounds, not a range",
+        "direction": "max keeps score <= threshold; min keeps score >= threshold; interval "
+                     "keeps lo <= score <= hi",
+        "candidates": "candidate_policies.yaml proposes, a person approves with "
+                      "`curate approve`; nothing here is applied",
+    }
+
+
+def _sample_manifest(
+    config: ProfileConfig,
+    populations: dict[str, int],
+    allocations: dict[str, int],
+    scores: pl.DataFrame,
+) -> dict[str, Any]:
+    keys: dict[str, list[int]] = {}
+    for source, ranks in scores.group_by("source", maintain_order=True).agg(pl.col("rank")) \
+            .iter_rows():
+        keys[source] = sorted(int(r) for r in ranks)
+    rows = []
+    for source, population in populations.items():
+        drawn = len(keys.get(source, []))
+        rows.append({
+            "source": source, "population": population, "sampled": allocations.get(source, 0),
+            "weight": population / allocations[source] if allocations.get(source) else None,
+            "drawn": drawn, "effective_weight": population / drawn if drawn else None,
+        })
+    return {"seed": config.seed, "max_total_docs": config.max_total_docs,
+            "allocations": rows, "sampled_keys": dict(sorted(keys.items()))}
+
+
+def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
+    from curator.policy import build_candidate, write_candidate
+    from curator.profile.plots import write_plots
+    from curator.profile.summary import render_summary
+
+    write_candidate(build_candidate(report), out / CANDIDATES_NAME)
+    plots = write_plots(report, out / PLOTS_DIR)
+    write_atomic(out / SUMMARY_NAME, render_summary(report, plots))

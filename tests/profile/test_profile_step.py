@@ -1,0 +1,178 @@
+"""``run_profile`` end to end on real files: artifacts, the fingerprint and sample against
+their recipes, digests, independence of sharding, and every refusal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from curator.errors import CuratorError
+from curator.steps.profile import ProfileConfig, run_profile
+from tests.profile._support import (
+    corpus_records,
+    profile_keys,
+    recipe_fingerprint,
+    recipe_rank,
+    write_shards,
+)
+
+
+def profile(inp: Path, out: Path, executor: Any = None, **keys: Any) -> dict[str, Any]:
+    return run_profile(ProfileConfig(**profile_keys(inp, out, **keys)), executor)
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, Any]]:
+    return corpus_records(600)
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory, records) -> tuple[Path, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("profiled")
+    inp = write_shards(root / "in", records, shards=3)
+    out = root / "out"
+    return out, profile(inp, out, max_total_docs=200, partition_size="60KB")
+
+
+def _canonical(data: Any) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(
+        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def test_every_artifact_is_written(profiled, records) -> None:
+    out, report = profiled
+    names = {p.name for p in out.iterdir()}
+    assert {"profile_report.json", "sample_manifest.json", "candidate_policies.yaml",
+            "profile_summary.md", "plots"} <= names
+    assert not (out / ".profile-work").exists()
+    on_disk = json.loads((out / "profile_report.json").read_text())
+    assert on_disk["profile_digest"] == report["profile_digest"]
+    corpus = on_disk["corpus"]
+    assert corpus["document_count"] == len(records) == corpus["records_read"]
+    assert corpus["source_count"] == len({r["source"] for r in records})
+    assert corpus["fingerprint"] == recipe_fingerprint(records)
+    assert corpus["unparsable_lines"] == corpus["records_without_text"] == 0
+    # the digest covers everything but the producer block
+    body = {k: v for k, v in on_disk.items() if k not in ("producer", "profile_digest")}
+    assert on_disk["profile_digest"] == _canonical(body)
+    assert on_disk["producer"]["step_id"] == "curate/profile"
+    assert on_disk["producer"]["config_hash"].startswith("sha256:")
+    # every signal the en pack supports, token_count skipped for want of a tokenizer
+    names = [b["signal"] for b in on_disk["signals"]]
+    assert "token_count" not in names and len(names) == 23
+    assert any("skipped token_count" in n for n in on_disk["notes"])
+    candidate = yaml.safe_load((out / "candidate_policies.yaml").read_text())
+    assert candidate["approved"] is False
+    assert candidate["profile_digest"] == on_disk["profile_digest"]
+    assert candidate["corpus"]["fingerprint"] == corpus["fingerprint"]
+    summary = (out / "profile_summary.md").read_text()
+    pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
+    assert pngs and all(name in summary for name in pngs)
+    assert all((out / "plots" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in pngs)
+
+
+def test_sample_is_the_per_source_bottom_k(profiled, records) -> None:
+    out, report = profiled
+    manifest = json.loads((out / "sample_manifest.json").read_text())
+    assert report["sampling"]["sampled"] == 200
+    populations: dict[str, list[dict]] = {}
+    for r in records:
+        populations.setdefault(r["source"], []).append(r)
+    rows = {a["source"]: a for a in manifest["allocations"]}
+    assert sum(a["sampled"] for a in rows.values()) == 200
+    for source, docs in populations.items():
+        k = rows[source]["sampled"]
+        assert rows[source]["population"] == len(docs)
+        assert k == min(len(docs), max(1, round(200 * len(docs) / len(records)))) or \
+            k == max(rows[s]["sampled"] for s in rows)  # only the largest may be trimmed
+        expected = sorted(recipe_rank(0, d["id"]) for d in docs)[:k]
+        assert manifest["sampled_keys"][source] == expected
+        assert rows[source]["drawn"] == k
+        assert rows[source]["effective_weight"] == pytest.approx(len(docs) / k)
+
+
+def test_sharding_and_order_do_not_change_the_result(tmp_path: Path, profiled, records) -> None:
+    _, report = profiled
+    inp = write_shards(tmp_path / "in", records, shards=7, shuffle_seed=3)
+    other = profile(inp, tmp_path / "out", max_total_docs=200)
+    assert other["corpus"]["fingerprint"] == report["corpus"]["fingerprint"]
+    assert other["signals"] == report["signals"]
+    assert other["policy_simulation"] == report["policy_simulation"]
+    assert other["cooccurrence"] == report["cooccurrence"]
+
+
+def test_digest_is_stable_and_follows_the_corpus(tmp_path: Path, records) -> None:
+    inp = write_shards(tmp_path / "in", records[:300], shards=2)
+    first = profile(inp, tmp_path / "a", max_total_docs=100)
+    again = profile(inp, tmp_path / "a", max_total_docs=100)  # same config, same output dir
+    assert again["profile_digest"] == first["profile_digest"]
+    changed = [dict(r) for r in records[:300]]
+    changed[5]["text"] = changed[5]["text"] + " One more sentence."
+    inp2 = write_shards(tmp_path / "in", changed, shards=2)
+    assert inp2 == inp
+    third = profile(inp, tmp_path / "a", max_total_docs=100)
+    assert third["corpus"]["fingerprint"] != first["corpus"]["fingerprint"]
+    assert third["profile_digest"] != first["profile_digest"]
+
+
+def test_without_a_source_field_each_shard_is_a_source(tmp_path: Path, records) -> None:
+    inp = write_shards(tmp_path / "in", records[:120], shards=3)
+    report = profile(inp, tmp_path / "out", source_field=None, max_total_docs=0)
+    assert report["corpus"]["source_count"] == 3
+    assert report["sampling"]["sampled"] == 120  # 0 = everything
+    assert any("each shard file is its own source" in n for n in report["notes"])
+
+
+def test_lines_without_text_are_counted_not_profiled(tmp_path: Path, records) -> None:
+    inp = write_shards(tmp_path / "in", records[:50], shards=1)
+    with (inp / "part_0.jsonl").open("a") as f:
+        f.write('{"id": "x", "source": "s"}\n{"text": 3}\n{broken\n[1, 2]\n\n')
+    report = profile(inp, tmp_path / "out")
+    corpus = report["corpus"]
+    assert corpus["records_read"] == 54
+    assert corpus["records_without_text"] == 2
+    assert corpus["unparsable_lines"] == 2
+    assert corpus["document_count"] == 50
+    assert corpus["fingerprint"] == recipe_fingerprint(records[:50])
+
+
+@pytest.mark.parametrize(
+    ("keys", "error_id"),
+    [
+        ({"langpack_dir": None}, "missing_langpack_dir"),
+        ({"langpack_dir": "bundled"}, "missing_langpack_dir"),
+        ({"language": "xx"}, "language_pack_not_found"),
+        ({"signals": ["no_such_signal"]}, "unknown_signal"),
+        ({"signals": ["token_count"]}, "signal_requirements_unmet"),
+    ],
+)
+def test_refusals(tmp_path: Path, records, keys: dict, error_id: str) -> None:
+    inp = write_shards(tmp_path / "in", records[:20], shards=1)
+    with pytest.raises(CuratorError) as err:
+        profile(inp, tmp_path / "out", **keys)
+    assert err.value.error_id == error_id
+    assert not (tmp_path / "out" / "profile_report.json").exists()
+
+
+def test_empty_corpus_is_refused_and_leaves_no_artifacts(tmp_path: Path, records) -> None:
+    inp = tmp_path / "in"
+    inp.mkdir()
+    (inp / "part_0.jsonl").write_text('{"id": "a"}\n{"text": null}\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "profile_report.json").write_text("{}")  # a previous run's report goes
+    with pytest.raises(CuratorError) as err:
+        profile(inp, out)
+    assert err.value.error_id == "empty_corpus"
+    assert not (out / "profile_report.json").exists()
+
+
+def test_named_signals_only(tmp_path: Path, records) -> None:
+    inp = write_shards(tmp_path / "in", records[:80], shards=1)
+    report = profile(inp, tmp_path / "out", signals=["word_count", "stopword_ratio"])
+    assert [b["signal"] for b in report["signals"]] == ["word_count", "stopword_ratio"]
