@@ -393,9 +393,9 @@ def _report(
     cooccurrence = S.cooccurrence(registry, arrays, weights)
     simulation = S.policy_simulation(registry, arrays, weights)
     if cooccurrence is None:
-        notes.append("cooccurrence: fewer than two profiled signals have Curator defaults")
+        notes.append(S.COOCCURRENCE_UNAVAILABLE)
     if simulation is None:
-        notes.append("policy_simulation: no one-sided signal could be simulated")
+        notes.append(S.SIMULATION_UNAVAILABLE)
     notes.append("language_composition: no language-ID model configured "
                  "(models.fasttext_langid)")
     report: dict[str, Any] = {
@@ -462,5 +462,5 @@ def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
     from curator.profile.summary import render_summary
 
     write_candidate(build_candidate(report), out / CANDIDATES_NAME)
-    plots = write_plots(report, out / PLOTS_DIR)
+    plots = write_plots(report, out)
     write_atomic(out / SUMMARY_NAME, render_summary(report, plots))
