@@ -134,6 +134,7 @@ def run_profile(
         "completed_at": utc_now(),
         "digest_covers": "every key except producer and profile_digest",
         "output_dir": str(out),
+        "execution": report.pop("_execution"),
     }
     write_json_atomic(out / REPORT_NAME, report)  # last: the completion marker
     shutil.rmtree(out / WORK_DIR, ignore_errors=True)
@@ -236,7 +237,7 @@ def _profile(
     # 5. statistics
     report = _report(config, pack, specs, notes, corpus, populations, allocations, scores,
                      scored.stats)
-    report["execution"] = {
+    report["_execution"] = {  # moved into the producer block: not part of the digest
         "partitions": pop.sources_total,
         "skipped_resumed": pop.sources_skipped + sampled.sources_skipped
         + scored.sources_skipped,
