@@ -125,12 +125,14 @@ def write_config(path: Path, data: dict[str, Any]) -> Path:
 
 
 class Cli:
-    """``curate ingest --config FILE`` in its own session; the whole group is killed on exit."""
+    """``curate <command> --config FILE`` in its own session; the whole group is killed on
+    exit."""
 
-    def __init__(self, config: Path, log_dir: Path, tag: str, *sets: str) -> None:
+    def __init__(self, config: Path, log_dir: Path, tag: str, *sets: str,
+                 command: str = "ingest") -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.cwd = log_dir.parent  # a relative output_dir lands in the test's directory
-        self.argv = [CURATE, "ingest", "--config", str(config)]
+        self.argv = [CURATE, command, "--config", str(config)]
         for s in sets:
             self.argv += ["--set", s]
         self.out_path = log_dir / f"{tag}.out"

@@ -1,0 +1,454 @@
+"""Score a batch of documents on the 24 quality signals, vectorised over the batch.
+
+``score_batch(texts, names, pack, tokenizer)`` returns one Float64 column per
+requested signal. Every signal is defined once, in :data:`SCORERS`, as a function
+of a :class:`_Batch`: the batch's NFC texts plus features computed lazily and
+shared by the signals that need them (character-class counts per document, the
+whitespace-split words, per-line regex counts). Definitions, edge cases and the
+reference (NeMo Curator) each one follows are in ``docs/signals.md``.
+
+Where time goes (``bench/signal_throughput.py``): character classes are one
+table lookup per code point and one ``bincount``; words are one polars
+``replace_all``/``split``; line signals are polars ``count_matches``.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Callable, Sequence
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from curator.langpack.model import LangPack
+from curator.signals import _tables as T
+from curator.signals.registry import REGISTRY
+
+Tokenizer = Callable[[list[str]], np.ndarray]
+Scorer = Callable[["_Batch"], np.ndarray]
+
+
+def _cls(chars: str) -> str:
+    """A Rust-regex character class body spelling ``chars`` as ``\\x{..}`` escapes."""
+    return "".join(f"\\x{{{ord(c):x}}}" for c in chars)
+
+
+_WS = _cls(T.PY_WHITESPACE)  # Python's str.isspace set
+_WS_NO_NL = _cls(T.PY_WHITESPACE.replace("\n", ""))
+#: whitespace that ``split(" ")`` would not handle alone: runs of 2+, or any non-space
+#: (single spaces, most of the whitespace, are left alone: far fewer replacements)
+WS_TO_SPACE = f"[{_WS}]{{2,}}|[{_cls(T.PY_WHITESPACE.replace(' ', ''))}]"
+#: a line (``text.split("\n")``) with a non-whitespace character
+NONBLANK_LINE = f"(?m)^[{_WS_NO_NL}]*[^{_WS}]"
+#: Curator's bullet_list, after the line's leading whitespace
+BULLETS = "\u2022\u2023\u2043\u204c\u204d\u2219\u25cb\u25cf\u25d8\u25e6\u29be\u29bf"
+BULLET_LINE = f"(?m)^[{_WS_NO_NL}]*[{_cls(BULLETS)}]"
+#: Curator's end_marks, before the line's trailing whitespace
+END_MARKS = ".?!\"'"
+END_MARK_LINE = f"(?m)[{_cls(END_MARKS)}][{_WS_NO_NL}]*$"
+#: Curator's ellipsis_marks (``line.strip().lower().endswith(mark)``)
+ELLIPSIS_MARKS = ("...", "[...]", "…", "(...)", "[…]", "-»", "read more..", "read more")
+
+
+def _literal(mark: str) -> str:
+    out = []
+    for ch in mark:
+        if ch.isascii() and ch.isalpha():
+            out.append(f"[{ch.lower()}{ch.upper()}]")  # .lower() folds only ASCII here
+        else:
+            out.append(_cls(ch))
+    return "".join(out)
+
+
+ELLIPSIS_LINE = (
+    "(?m)(?:" + "|".join(_literal(m) for m in ELLIPSIS_MARKS) + f")[{_WS_NO_NL}]*$"
+)
+#: Curator's ellipsis words for symbol_to_word (the multi-word marks never are one word)
+ELLIPSIS_WORDS = [m for m in ELLIPSIS_MARKS if " " not in m]
+#: Curator's regex_url
+URL = r"https?://(?:[A-Za-z0-9$\-_@.&+/:=?#~]|[!*\(\),]|(?:%[0-9A-Fa-f]{2}))+"
+ALPHABETIC = r"\p{Alphabetic}"  # the `regex` module's [[:alpha:]]
+ASCII_PUNCTUATION = string.punctuation
+
+
+# --------------------------------------------------------------------------------------
+# Shared, lazily computed features of one batch
+# --------------------------------------------------------------------------------------
+
+
+def _nfc(text: str | None) -> str | None:
+    if text is None or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
+def _segment_reduce(op: np.ufunc, values: np.ndarray, counts: np.ndarray,
+                    empty: float) -> np.ndarray:
+    """``op`` over consecutive segments of ``values`` of sizes ``counts``; ``empty`` if none."""
+    out = np.full(len(counts), empty, dtype=np.float64)
+    nonempty = counts > 0
+    if values.size:
+        starts = (np.cumsum(counts) - counts)[nonempty]
+        out[nonempty] = op.reduceat(values, starts)
+    return out
+
+
+class _Batch:
+    """A batch's NFC texts and the features the scorers share (each computed once)."""
+
+    def __init__(self, texts: pl.Series | Sequence[str | None], pack: LangPack | None,
+                 tokenizer: Tokenizer | None) -> None:
+        raw = texts.to_list() if isinstance(texts, pl.Series) else list(texts)
+        self.texts: list[str | None] = [_nfc(t) for t in raw]
+        self.n = len(self.texts)
+        self.null = np.array([t is None for t in self.texts], dtype=bool)
+        self.series = pl.Series("text", self.texts, dtype=pl.String).fill_null("")
+        self.pack = pack
+        self.tokenizer = tokenizer
+
+    # -- characters -------------------------------------------------------------------
+    @cached_property
+    def n_chars(self) -> np.ndarray:
+        return self.series.str.len_chars().to_numpy().astype(np.int64)
+
+    @cached_property
+    def table(self) -> T.ClassTable:
+        return T.class_table(self.pack)
+
+    @cached_property
+    def class_counts(self) -> np.ndarray:
+        """(documents x classes) counts of code points of each class."""
+        k = self.table.n_classes
+        joined = "".join(t for t in self.texts if t)
+        cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        keys = np.repeat(np.arange(0, self.n * k, k, dtype=np.int64), self.n_chars)
+        keys += self.table.cls[cps]
+        return np.bincount(keys, minlength=self.n * k).reshape(self.n, k)
+
+    def count(self, mask: int, exclude: int = 0) -> np.ndarray:
+        """Per document: code points with every property in ``mask`` and none in ``exclude``."""
+        cols = self.table.columns(mask, exclude)
+        return self.class_counts[:, cols].sum(axis=1).astype(np.float64)
+
+    # -- lines and regexes -------------------------------------------------------------
+    def matches(self, pattern: str) -> np.ndarray:
+        return self.series.str.count_matches(pattern).to_numpy().astype(np.float64)
+
+    @cached_property
+    def n_lines(self) -> np.ndarray:
+        """Non-blank lines: Curator's ``get_sentences``."""
+        return self.matches(NONBLANK_LINE)
+
+    # -- words -------------------------------------------------------------------------
+    @cached_property
+    def _split(self) -> tuple[pl.Series, np.ndarray]:
+        collapsed = self.series.str.replace_all(WS_TO_SPACE, " ").str.strip_chars(" ")
+        lists = collapsed.str.split(" ")
+        counts = lists.list.len().to_numpy().astype(np.int64)
+        counts[collapsed.str.len_bytes().to_numpy() == 0] = 0
+        words = lists.explode()
+        if words.len() != counts.sum():  # only the [""] of empty documents to drop
+            words = words.filter(words.str.len_bytes() > 0)
+        return words, counts
+
+    @property
+    def words(self) -> pl.Series:
+        """Every document's ``text.split()``, concatenated in order."""
+        return self._split[0]
+
+    @property
+    def word_counts(self) -> np.ndarray:
+        return self._split[1]
+
+    @cached_property
+    def word_doc(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n, dtype=np.int64), self.word_counts)
+
+    @cached_property
+    def word_len(self) -> np.ndarray:
+        return self.words.str.len_chars().to_numpy().astype(np.int64)
+
+    def per_doc(self, word_values: np.ndarray) -> np.ndarray:
+        """Per document: the sum of a per-word flag (how many words have it) or count."""
+        if word_values.dtype == bool:
+            counts = np.bincount(self.word_doc[word_values], minlength=self.n)
+            return counts.astype(np.float64)
+        return np.bincount(self.word_doc, weights=word_values.astype(np.float64),
+                           minlength=self.n)
+
+    @cached_property
+    def _stop_flags(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per word: is it a stopword (bit 1), after folding (bit 2); decided per unique word."""
+        flags = _stopword_cache(_need_pack(self.pack, "stopword_ratio"))
+        uniq = self.words.unique().to_list()
+        for word in uniq:
+            if word not in flags:
+                flags[word] = flags.decide(word)
+        hit = [w for w in uniq if flags[w] & 1]
+        hit_folded = [w for w in uniq if flags[w] & 2]
+        return (self.words.is_in(pl.Series(hit, dtype=pl.String)).to_numpy(),
+                self.words.is_in(pl.Series(hit_folded, dtype=pl.String)).to_numpy())
+
+
+class _StopwordFlags(dict[str, int]):
+    """A pack's memo of word -> stopword flags (1: plain, 2: folded), bounded in size."""
+
+    LIMIT = 1_000_000
+
+    def __init__(self, pack: LangPack) -> None:
+        super().__init__()
+        self.pack = pack
+        self.plain = {w.casefold() for w in pack.stopwords}
+        self.folded = {pack.fold(w.casefold()) for w in pack.stopwords}
+        # folding an ASCII word changes nothing unless the fold map has ASCII keys
+        self.ascii_folds = any(k.isascii() for k in pack.fold_map)
+
+    def decide(self, word: str) -> int:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        lowered = word.casefold()
+        folded = lowered if word.isascii() and not self.ascii_folds else self.pack.fold(lowered)
+        return ((lowered.strip(ASCII_PUNCTUATION) in self.plain)
+                | (folded.strip(ASCII_PUNCTUATION) in self.folded) << 1)
+
+
+_STOPWORD_CACHE: dict[tuple[object, ...], _StopwordFlags] = {}
+
+
+def _stopword_cache(pack: LangPack) -> _StopwordFlags:
+    key = (pack.stopwords, tuple(sorted(pack.fold_map.items())))
+    flags = _STOPWORD_CACHE.get(key)
+    if flags is None:
+        if len(_STOPWORD_CACHE) > 8:
+            _STOPWORD_CACHE.clear()
+        flags = _STOPWORD_CACHE[key] = _StopwordFlags(pack)
+    return flags
+
+
+def _need_pack(pack: LangPack | None, name: str) -> LangPack:
+    if pack is None:
+        raise ValueError(f"signal {name!r} needs a language pack")
+    return pack
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, empty: float = np.nan) -> np.ndarray:
+    """``num/den``, and ``empty`` where ``den`` is 0."""
+    out = np.full(len(den), empty, dtype=np.float64)
+    ok = den > 0
+    np.divide(num, den, out=out, where=ok)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# The 24 signals: one definition each
+# --------------------------------------------------------------------------------------
+
+
+def _bullet_ratio(b: _Batch) -> np.ndarray:
+    return _ratio(b.matches(BULLET_LINE), b.n_lines)
+
+
+def _ellipsis(b: _Batch) -> np.ndarray:
+    return _ratio(b.matches(ELLIPSIS_LINE), b.n_lines)
+
+
+def _punctuation(b: _Batch) -> np.ndarray:
+    return _ratio(b.n_lines - b.matches(END_MARK_LINE), b.n_lines)
+
+
+def _parentheses_ratio(b: _Batch) -> np.ndarray:
+    return _ratio(b.count(T.PAREN), b.n_chars, 1.0)
+
+
+def _urls_ratio(b: _Batch) -> np.ndarray:
+    # URLs are ASCII, so the characters they cover are the bytes replace_all removes
+    stripped = b.series.str.replace_all(URL, "").str.len_bytes().to_numpy()
+    removed = b.series.str.len_bytes().to_numpy() - stripped
+    return _ratio(removed.astype(np.float64), b.n_chars, 1.0)
+
+
+def _white_space(b: _Batch) -> np.ndarray:
+    return _ratio(b.count(T.CUR_WS), b.n_chars, 1.0)
+
+
+def _unicode_alpha_numeric(b: _Batch) -> np.ndarray:
+    return _ratio(b.n_chars - b.count(T.UNI_ANP), b.n_chars, 1.0)
+
+
+def _non_alpha_numeric(b: _Batch) -> np.ndarray:
+    return _ratio(b.n_chars - b.count(T.ASCII_ANP), b.n_chars, 1.0)
+
+
+def _numbers_ratio(b: _Batch) -> np.ndarray:
+    return _ratio(b.count(T.DIGIT), b.n_chars, 1.0)
+
+
+def _symbol_to_word(b: _Batch) -> np.ndarray:
+    words = b.words
+    symbol = words.is_in(ELLIPSIS_WORDS).to_numpy()
+    has_hash = words.str.contains("#", literal=True).to_numpy()
+    if has_hash.any():
+        idx = np.flatnonzero(has_hash)
+        runs = words.gather(idx).str.count_matches("#+").to_numpy().astype(np.int64)
+        symbol[idx] |= 2 * runs > b.word_len[idx]  # runs / len > 0.5
+    return _ratio(b.per_doc(symbol), b.word_counts.astype(np.float64))
+
+
+def _max_word_length(b: _Batch) -> np.ndarray:
+    return _segment_reduce(np.maximum, b.word_len, b.word_counts, np.nan)
+
+
+def _words_with_alphabets(b: _Batch) -> np.ndarray:
+    alpha = b.words.str.contains(ALPHABETIC).to_numpy()
+    return _ratio(b.per_doc(alpha), b.word_counts.astype(np.float64))
+
+
+def _repeating_duplicate_ngrams(b: _Batch) -> np.ndarray:
+    """Curator's n=2 count: characters of words in a repeated bigram, plus one space each."""
+    counts = b.word_counts
+    out = np.ones(b.n, dtype=np.float64)  # fewer than 2 words: 1.0
+    if b.words.len() >= 2:
+        h = b.words.hash(seed=0x5EED).to_numpy()
+        doc = b.word_doc
+        same = doc[:-1] == doc[1:]  # bigram i = words (i, i+1) of one document
+        key = (h[:-1] * np.uint64(0x9E3779B97F4A7C15)) ^ (h[1:] + np.uint64(0xD6E8FEB86659FD93))
+        key ^= doc[:-1].astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
+        first = pl.Series(key[same]).is_first_distinct().to_numpy()
+        dup = np.zeros(len(same), dtype=bool)
+        dup[np.flatnonzero(same)[~first]] = True
+        covered = np.zeros(len(h), dtype=bool)
+        covered[:-1] |= dup
+        covered[1:] |= dup
+        chars = b.per_doc(np.where(covered, b.word_len, 0)) + b.per_doc(
+            np.append(dup, False))
+        scored = counts >= 2
+        out[scored] = chars[scored] / b.n_chars[scored]
+    return out
+
+
+def _word_count(b: _Batch) -> np.ndarray:
+    return b.word_counts.astype(np.float64)
+
+
+def _mean_word_length(b: _Batch) -> np.ndarray:
+    return _ratio(b.n_chars - b.count(T.PY_WS), b.word_counts.astype(np.float64))
+
+
+def _token_count(b: _Batch) -> np.ndarray:
+    out = np.full(b.n, np.nan)
+    if b.tokenizer is not None:
+        present = [t for t in b.texts if t is not None]
+        out[~b.null] = np.asarray(b.tokenizer(present), dtype=np.float64)
+    return out
+
+
+def _script_ratio(b: _Batch) -> np.ndarray:
+    _need_pack(b.pack, "script_ratio")
+    return _ratio(b.count(T.LETTER_MARK | T.IN_CHARSET), b.count(T.LETTER_MARK))
+
+
+def _latin_ratio(b: _Batch) -> np.ndarray:
+    _need_pack(b.pack, "latin_ratio")
+    return _ratio(b.count(T.LETTER | T.ASCII_ALPHA), b.count(T.LETTER))
+
+
+def _foreign_script_ratio(b: _Batch) -> np.ndarray:
+    _need_pack(b.pack, "foreign_script_ratio")
+    foreign = b.count(T.LETTER, exclude=T.IN_CHARSET | T.ASCII_ALPHA)
+    return _ratio(foreign, b.count(T.LETTER))
+
+
+def _diacritic_ratio(b: _Batch) -> np.ndarray:
+    _need_pack(b.pack, "diacritic_ratio")
+    return _ratio(b.count(T.LETTER | T.FOLDS), b.count(T.LETTER))
+
+
+def _stopword_ratio(b: _Batch) -> np.ndarray:
+    return _ratio(b.per_doc(b._stop_flags[0]), b.word_counts.astype(np.float64))
+
+
+def _stopword_ratio_folded(b: _Batch) -> np.ndarray:
+    return _ratio(b.per_doc(b._stop_flags[1]), b.word_counts.astype(np.float64))
+
+
+def _boilerplate_hits(b: _Batch) -> np.ndarray:
+    pack = _need_pack(b.pack, "boilerplate_hits")
+    hits = np.zeros(b.n, dtype=np.float64)
+    for pattern in pack.boilerplate:
+        try:
+            found = b.series.str.contains(pattern).to_numpy()
+        except pl.exceptions.ComputeError:  # not Rust-regex syntax (look-around, ...)
+            rx = re.compile(pattern)
+            found = np.array([rx.search(t or "") is not None for t in b.texts], dtype=bool)
+        hits += found
+    return hits
+
+
+def _sentence_end_ratio(b: _Batch) -> np.ndarray:
+    pack = _need_pack(b.pack, "sentence_end_ratio")
+    terminators = [t for t in pack.sentence_terminators if t]
+    if not terminators:
+        return _ratio(np.zeros(b.n), b.n_lines)
+    alternatives = "|".join(_cls(t) for t in sorted(terminators, key=len, reverse=True))
+    ending = b.matches(f"(?m)(?:{alternatives})[{_WS_NO_NL}]*$")
+    return _ratio(ending, b.n_lines)
+
+
+SCORERS: dict[str, Scorer] = {
+    "bullet_ratio": _bullet_ratio,
+    "ellipsis": _ellipsis,
+    "parentheses_ratio": _parentheses_ratio,
+    "urls_ratio": _urls_ratio,
+    "white_space": _white_space,
+    "unicode_alpha_numeric": _unicode_alpha_numeric,
+    "non_alpha_numeric": _non_alpha_numeric,
+    "numbers_ratio": _numbers_ratio,
+    "punctuation": _punctuation,
+    "symbol_to_word": _symbol_to_word,
+    "max_word_length": _max_word_length,
+    "words_with_alphabets": _words_with_alphabets,
+    "repeating_duplicate_ngrams": _repeating_duplicate_ngrams,
+    "word_count": _word_count,
+    "mean_word_length": _mean_word_length,
+    "token_count": _token_count,
+    "script_ratio": _script_ratio,
+    "latin_ratio": _latin_ratio,
+    "foreign_script_ratio": _foreign_script_ratio,
+    "diacritic_ratio": _diacritic_ratio,
+    "stopword_ratio": _stopword_ratio,
+    "stopword_ratio_folded": _stopword_ratio_folded,
+    "boilerplate_hits": _boilerplate_hits,
+    "sentence_end_ratio": _sentence_end_ratio,
+}
+assert set(SCORERS) == set(REGISTRY), sorted(set(SCORERS) ^ set(REGISTRY))
+
+
+def score_batch(
+    texts: pl.Series | Sequence[str | None],
+    names: Sequence[str],
+    pack: LangPack | None,
+    tokenizer: Tokenizer | None = None,
+) -> pl.DataFrame:
+    """One Float64 column per signal in ``names``, one row per text, in order.
+
+    Texts are scored in NFC form. A None text scores NaN on every signal, and so
+    does any non-finite result. ``token_count`` is NaN without a ``tokenizer`` (a
+    callable returning one token count per text). Pack-backed signals raise
+    ``ValueError`` when ``pack`` is None; unknown names raise ``KeyError``.
+    """
+    unknown = [name for name in names if name not in SCORERS]
+    if unknown:
+        raise KeyError(f"unknown signal(s): {', '.join(unknown)}")
+    batch = _Batch(texts, pack, tokenizer)
+    columns: dict[str, np.ndarray] = {}
+    for name in names:
+        values = np.asarray(SCORERS[name](batch), dtype=np.float64)
+        values = np.where(np.isfinite(values) & ~batch.null, values, np.nan)
+        columns[name] = values
+    return pl.DataFrame(
+        [pl.Series(name, columns[name], dtype=pl.Float64) for name in names],
+        schema={name: pl.Float64 for name in names},
+    )
