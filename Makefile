@@ -12,10 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## Set up, generate the demo corpus (docs/demo-corpus.md) and ingest it; print the results.
+## Set up, generate the demo corpus (docs/demo-corpus.md), ingest and profile it; print the results.
 demo: $(STAMP)
 	$(BIN)/curate demo-corpus --out demo-run/raw
 	$(BIN)/curate ingest --config examples/demo/ingest.yaml
+	$(BIN)/curate profile --config examples/demo/profile.yaml
 	$(BIN)/python examples/demo/summary.py --workdir demo-run
 
 ## The engine's interrupt-and-resume walk-through (press Ctrl+C midway, run it again).

@@ -1,9 +1,10 @@
-"""Print where `make demo` put its artifacts and the ingest report's headline numbers.
+"""Print where `make demo` put its artifacts and the headline numbers of each step.
 
     python examples/demo/summary.py [--workdir demo-run]
 
 Reads ``<workdir>/ingested/ingest_report.json`` and compares it with what the demo
-corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``).
+corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``), then, when
+present, ``<workdir>/profile/profile_report.json``.
 """
 
 from __future__ import annotations
@@ -53,9 +54,38 @@ def main() -> int:
     keys = ("documents_seen", "documents_accepted", "rejections_by_reason", "encodings_used")
     matches = all(report[k] == expected[k] for k in keys)
     print(f"matches the noise the generator planted: {'yes' if matches else 'NO'}")
+    profiled = _profile(args.workdir / "profile")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
-    return 0 if matches and report["balance"]["ok"] else 1
+    return 0 if matches and report["balance"]["ok"] and profiled else 1
+
+
+def _profile(out: Path) -> bool:
+    """The profile's headline numbers; False when its report is missing."""
+    path = out / "profile_report.json"
+    if not path.is_file():
+        print(f"\n(no profile at {path})")
+        return False
+    report = json.loads(path.read_text(encoding="utf-8"))
+    corpus, sim = report["corpus"], report.get("policy_simulation") or {}
+    print("\n== demo: curate profile ==")
+    print(f"summary      {out / 'profile_summary.md'}  (plots in {out / 'plots'}/)")
+    print(f"candidates   {out / 'candidate_policies.yaml'}  (approved: false)")
+    print(f"report       {path}  (sample: {out / 'sample_manifest.json'})")
+    print()
+    print(f"{corpus['document_count']} documents in {corpus['source_count']} sources, "
+          f"{report['sampling']['sampled']} scored with {len(report['signals'])} signals "
+          f"of pack {report['langpack']['language_tag']}")
+    print(f"corpus fingerprint {corpus['fingerprint']}")
+    if sim:
+        print(f"all one-sided gates at their 99% points would keep {sim['retention']:.1%} "
+              f"({sim['gates']} gates; sum of single-gate drops {sim['sum_of_marginals']:.1%})")
+    for block in report["signals"]:
+        if block["signal"] in ("word_count", "stopword_ratio", "boilerplate_hits"):
+            micro = block["views"]["micro"]
+            print(f"  {block['signal']:<18} p10 {micro['p10']}  p50 {micro['p50']}  "
+                  f"p90 {micro['p90']}")
+    return True
 
 
 if __name__ == "__main__":
