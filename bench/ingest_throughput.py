@@ -13,7 +13,9 @@ Variants, each run ``--reps`` times (default 3) in a fresh subprocess, interleav
 - ``floor``: one process, per file ``pl.read_ndjson`` + ``write_ndjson`` + fsync (every
   curator writer fsyncs, so the floor does too); ``floor_nofsync`` without the fsync;
 - ``inline``: ``run_ingest`` with the inline executor (one process);
-- ``local``: ``run_ingest`` with ``LocalExecutor(workers=--workers)``.
+- ``local``: ``run_ingest`` with ``LocalExecutor(workers=--workers)``;
+- ``inline@base``, ``local@base``: the same with the code of ``--baseline DIR`` (a copy of
+  the repository, e.g. before a change), so before and after are measured in one run.
 
 Ingest runs with the demo's settings (minted ids, ``source_from: source``,
 ``keep_fields: [url]``, ``on_duplicate: drop``, default 64 MB partitions and 50,000-row
@@ -167,10 +169,19 @@ def measure(variant: str, data: Path, work: Path, workers: int) -> dict[str, Any
             "partitions": report["partitions"]}
 
 
-def run_measure_subprocess(variant: str, data: Path, work: Path, workers: int) -> dict[str, Any]:
+def run_measure_subprocess(variant: str, data: Path, work: Path, workers: int,
+                           baseline: Path | None = None) -> dict[str, Any]:
+    """One measurement in a fresh process; ``<variant>@base`` runs ``<variant>`` with the
+    code tree ``baseline`` (a copy of the repository) first on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    if variant.endswith("@base"):
+        if baseline is None:
+            raise SystemExit(f"{variant} needs --baseline DIR")
+        variant = variant.removesuffix("@base")
+        env["PYTHONPATH"] = os.pathsep.join([str(baseline), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", variant,
            "--data-dir", str(data), "--work-dir", str(work), "--workers", str(workers)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{variant} failed:\n{proc.stdout}\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -219,7 +230,7 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
     from curator.ingest.dedup import resolve_duplicates
     from curator.ingest.parse_stage import atomic_file, records_path, staging_bytes
     from curator.ingest.shards import _ends, shard_pieces, write_shard
-    from curator.io.readers import read_bytes
+    from curator.io.readers import map_lines, read_bytes
     from curator.io.writers import write_atomic
 
     shutil.rmtree(work, ignore_errors=True)
@@ -229,7 +240,8 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
     clock = _Clock()
 
     # ---- the current code, phase by phase
-    blobs = [clock("parse: read file bytes", read_bytes, f) for f in files]
+    clock("parse: map the files (what ingest does)", _loop, lambda f: map_lines(f)[0], files)
+    blobs = [clock("(read file bytes, for the pieces below)", read_bytes, f) for f in files]
     staging = work / "p.parquet"
 
     def parse_all() -> rec.PartitionRecords:
@@ -243,11 +255,13 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
     views = [v for blob in blobs for _, _, v in rec.iter_lines(blob, 1, 0)]
     clock("  iter_lines (find, memoryview)", _loop, lambda b: list(rec.iter_lines(b, 1, 0)), blobs)
     objs = clock("  orjson.loads", lambda: [orjson.loads(v) for v in views])
-    clock("  minted_id (orjson payload + sha256)", _loop, lambda o: rec.minted_id(o, spec), objs)
+    clock("  minted_id (orjson payload + sha256; the loop inlines this)", _loop,
+          lambda o: rec.minted_id(o, spec), objs)
     clock("    of which payload orjson.dumps + sha256", _loop, lambda o: hashlib.sha256(
         orjson.dumps([o.get("url"), o.get("text")])).hexdigest(), objs)
-    clock("  record_line (orjson)", _loop, lambda o: rec.record_line(
-        o["text"], "0" * 64, o["source"], {"url": o.get("url")}), objs)
+    clock("  record_line (orjson; the loop formats the line instead)", _loop,
+          lambda o: rec.record_line(o["text"], "0" * 64, o["source"], {"url": o.get("url")}),
+          objs)
     fields = rec._value_fields(spec)
     clock("  float check on id/kept fields", _loop, lambda o: any(
         type(v) is not str and v is not None and rec._has_float(v)
@@ -258,11 +272,11 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
     dedup = clock("dedup: resolve_duplicates (polars)", resolve_duplicates,
                   [("p", str(staging))], "drop", files, "jsonl")
     shard = work / "part_0.jsonl"
-    clock("shards: write_shard (copy_file_range + fsync)", lambda: write_shard(
+    clock("shards: write_shard (copy_file_range + sha256 + fsync)", lambda: write_shard(
         shard, [(records_path(staging), shard_pieces(_ends(staging), 0, records.accepted,
                                                      [], {}))]))
     assert dedup.decisions.is_empty()
-    clock("report: file_digest of the shard", file_digest, shard)
+    clock("(report: file_digest of the shard; write_shard now gives it)", file_digest, shard)
 
     # ---- the floor on the same bytes
     def floor() -> None:
@@ -361,6 +375,8 @@ def main() -> None:
     p.add_argument("--data-dir", type=Path, default=Path("/tmp/cb-ingest-data"))
     p.add_argument("--work-dir", type=Path, default=None)
     p.add_argument("--regenerate", action="store_true")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="a copy of the repository: variants named <variant>@base run its code")
     p.add_argument("--profile-mb", type=int, default=64,
                    help="size of the profiled subset (whole files); 0 = no profile")
     p.add_argument("--out", type=Path, default=None)
@@ -380,7 +396,8 @@ def main() -> None:
     with C.temp_dir("ingest-bench") as tmp:
         for rep in range(args.reps):
             for v in variants:
-                r = run_measure_subprocess(v, args.data_dir, tmp / v, args.workers)
+                r = run_measure_subprocess(v, args.data_dir, tmp / v, args.workers,
+                                           args.baseline)
                 runs[v].append(r)
                 print(f"rep {rep + 1}/{args.reps} {v:14s} {r['wall']:7.2f} s wall, "
                       f"{r['cpu']:7.2f} s cpu, load average {r['loadavg_1min']}")

@@ -12,14 +12,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import polars as pl
 import pyarrow.parquet as pq
 
 from curator.ingest.parse_stage import records_path
 from curator.ingest.records import renamed_line
-from curator.io.writers import atomic_file
+from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask, Task
 
@@ -104,6 +104,9 @@ def shard_pieces(ends: Sequence[int], start: int, end: int, drops: list[int],
     return pieces
 
 
+_CHUNK = 1 << 20  # bytes read and hashed at a time, through one reused buffer
+
+
 def _copy(src: BinaryIO, dst: BinaryIO, lo: int, hi: int) -> None:
     """Append bytes ``lo:hi`` of ``src`` to ``dst`` (flushed), in the kernel if it can."""
     while lo < hi:
@@ -118,13 +121,29 @@ def _copy(src: BinaryIO, dst: BinaryIO, lo: int, hi: int) -> None:
         lo += n
 
 
-def write_shard(target: Path, sources: list[tuple[Path, list[Piece]]]) -> None:
-    """Write a shard from pieces of records files, atomically.
+def _hash_range(src: BinaryIO, lo: int, hi: int, digest: Any, view: memoryview) -> None:
+    src.seek(lo)
+    while lo < hi:
+        n = src.readinto(view[:min(hi - lo, len(view))])  # type: ignore[attr-defined]
+        if not n:
+            raise OSError(f"{src.name} is shorter than its staging table says")
+        digest.update(view[:n])
+        lo += n
+
+
+def write_shard(target: Path, sources: list[tuple[Path, list[Piece]]]) -> str:
+    """Write a shard from pieces of records files, atomically; return its digest
+    (``sha256:<hex>``, as ``curator.artifacts.file_digest`` gives).
 
     The byte ranges are copied file to file with ``copy_file_range``: the lines were
     encoded once, in the parse phase, and (but for renamed lines) never pass through
-    Python again.
+    Python again. Writing from user memory costs several times more system time than
+    the kernel's copy on the VMs measured (``docs/benchmarks-ingest.md``). The digest
+    is taken from the same ranges as they are copied, read through one reused
+    buffer, so the report does not read the shard back.
     """
+    digest = hashlib.sha256()
+    view = memoryview(bytearray(_CHUNK))
     with atomic_file(target) as out:
         for path, pieces in sources:
             with open(path, "rb") as src:
@@ -132,9 +151,18 @@ def write_shard(target: Path, sources: list[tuple[Path, list[Piece]]]) -> None:
                     if rename is None:
                         out.flush()  # what was written through the buffer goes first
                         _copy(src, out, lo, hi)
+                        _hash_range(src, lo, hi, digest, view)
                     else:
                         src.seek(lo)
-                        out.write(renamed_line(src.read(hi - lo), *rename))
+                        line = renamed_line(src.read(hi - lo), *rename)
+                        digest.update(line)
+                        out.write(line)
+    return "sha256:" + digest.hexdigest()
+
+
+def digest_path(staging_dir: str | Path, index: int) -> Path:
+    """Where the shard writer leaves the digest of ``part_<index>.jsonl`` for the report."""
+    return Path(staging_dir) / f"part_{index}.sha256"
 
 
 def _ends(staging: Path) -> memoryview:
@@ -162,7 +190,9 @@ class ShardWriterStage(ProcessingStage[ShardTask, FileGroupTask]):
             pieces = shard_pieces(_ends(staging), start, end, drops, renames)
             sources.append((records_path(staging), pieces))
         target = Path(self.output_dir) / f"part_{task.index}.jsonl"
-        write_shard(target, sources)
+        # The digest goes beside the staging files, after the shard: the report reads it
+        # instead of reading the shard back (and hashes the shard itself without it).
+        write_atomic(digest_path(self.staging_dir, task.index), write_shard(target, sources))
         rows = sum(end - start for _, start, end in task.data)
         self.stat_update("written", rows)
         return FileGroupTask(data=[str(target)], _metadata={"rows": rows})

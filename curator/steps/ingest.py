@@ -40,7 +40,7 @@ from curator.ingest.dedup import DedupResult, resolve_duplicates
 from curator.ingest.parse_stage import ParseStage, records_path, write_jsonl_atomic
 from curator.ingest.plan import IngestPartitioning, resolve_inputs
 from curator.ingest.records import REASONS, IdentitySpec
-from curator.ingest.shards import ShardPlanStage, ShardWriterStage, plan_shards
+from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
 from curator.io.partitioning import parse_size
 from curator.io.writers import write_atomic
 from curator.pipeline import Pipeline, PipelineResult, Progress
@@ -228,7 +228,7 @@ def _ingest(
     report["shards"] = [
         {"name": f"part_{s.index}.jsonl",
          "rows": sum(b - a for _, a, b in s.data),
-         "sha256": file_digest(out / f"part_{s.index}.jsonl")}
+         "sha256": _shard_digest(out, staging, s.index)}
         for s in shards
     ]
     report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
@@ -237,6 +237,15 @@ def _ingest(
     _remove_stale_temps(out)
     if ckpt_root is not None:  # the staging it pointed to is gone: a rerun starts afresh
         shutil.rmtree(ckpt_root, ignore_errors=True)
+
+
+def _shard_digest(out: Path, staging: Path, index: int) -> str:
+    """The digest the shard writer computed while writing the shard, else a fresh one."""
+    try:
+        digest = digest_path(staging, index).read_text()
+    except OSError:
+        digest = ""
+    return digest if digest.startswith("sha256:") else file_digest(out / f"part_{index}.jsonl")
 
 
 def _remove_stale_temps(out: Path) -> None:
