@@ -13,11 +13,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 import polars as pl
 
+from curator.io.lines import iter_lines
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.profile.fingerprint import RowDigest, fingerprint_key, text_digest
@@ -56,20 +58,6 @@ class ReadCounts:
     damaged: list[str] = field(default_factory=list)
 
 
-def _read_block(path: str, rng: tuple[int, int] | None) -> tuple[int, bytes]:
-    """(offset of the first byte, bytes) of the whole lines starting in ``rng``."""
-    from curator.io.readers import read_bytes
-
-    if rng is None or rng[0] == 0 or path.lower().endswith((".gz", ".zst")):
-        return 0, read_bytes(path, rng)
-    with open(path, "rb") as f:
-        f.seek(rng[0] - 1)
-        if f.read(1) != b"\n":
-            f.readline()
-        start = f.tell()
-    return start, read_bytes(path, rng)
-
-
 def _source_of(record: dict, spec: DocumentSpec, shard: str) -> str:
     if spec.source_field is None:
         return shard
@@ -82,18 +70,13 @@ def iter_documents(
 ) -> Iterator[Doc]:
     """The documents with a string text of one partition; every other line is counted."""
     try:
-        base, data = _read_block(path, rng)
+        lines = list(iter_lines(path, rng))
     except (OSError, EOFError, ValueError) as exc:
         counts.damaged_shards += 1
         counts.damaged.append(f"{path}: {type(exc).__name__}: {exc}")
         return
     shard = str(Path(path).relative_to(spec.root)) if spec.root else path
-    pos = 0
-    for line in data.split(b"\n"):
-        offset = base + pos
-        pos += len(line) + 1
-        if not line.strip():
-            continue
+    for offset, line in lines:
         counts.records_read += 1
         try:
             record = orjson.loads(line)
@@ -267,3 +250,29 @@ class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             name: np.concatenate(parts) if parts else np.zeros(0)
             for name, parts in columns.items()
         }, schema={name: pl.Float64 for name in self.signals})
+
+
+def merge_populations(work: Path, sids: list[str]) -> tuple[dict[str, Any], dict[str, int]]:
+    """The corpus block (counts, fingerprint) and per-source populations, from disk."""
+    totals = {"records_read": 0, "records_without_text": 0, "unparsable_lines": 0,
+              "damaged_shards": 0}
+    populations: dict[str, int] = {}
+    digest = RowDigest()
+    damaged: list[str] = []
+    for sid in sids:
+        part = json.loads(work_file(str(work), "populations", sid, ".json").read_text())
+        for key in totals:
+            totals[key] += int(part[key])
+        damaged += part["damaged"]
+        for source, n in part["populations"].items():
+            populations[source] = populations.get(source, 0) + int(n)
+        digest = digest.merge(RowDigest.from_json(part["fingerprint"]))
+    corpus: dict[str, Any] = {
+        **totals,
+        "document_count": digest.count,
+        "source_count": len(populations),
+        "fingerprint": digest.digest,
+    }
+    if damaged:
+        corpus["damaged"] = sorted(damaged)
+    return corpus, dict(sorted(populations.items()))

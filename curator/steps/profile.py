@@ -20,7 +20,6 @@ the result does not depend on the executor, the worker count or interruptions.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -33,7 +32,6 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
-from curator.checkpoint import METADATA_DIRNAME
 from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
@@ -41,18 +39,19 @@ from curator.io.partitioning import JSONL_EXTENSIONS, FilePartitioningStage, res
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
-from curator.pipeline import Pipeline, PipelineResult, Progress
-from curator.profile.fingerprint import RowDigest
+from curator.pipeline import PipelineResult, Progress
 from curator.profile.passes import (
     DocumentSpec,
     PopulationStage,
     SampleStage,
     ScoreStage,
+    merge_populations,
     select_sample,
     work_file,
 )
 from curator.profile.sampling import allocate
 from curator.signals.registry import IMPL_VERSION, REGISTRY, SignalSpec, missing_requirements
+from curator.steps._common import partition_ids, prepare_work, run_phase
 
 log = logging.getLogger("curator.profile")
 
@@ -192,23 +191,16 @@ def _profile(
         notes.append("source_field is not set: each shard file is its own source")
 
     work = out / WORK_DIR
-    _check_work(work, ckpt_root, config)
+    prepare_work(work, ckpt_root, config_hash(config))
     partitions = FilePartitioningStage(file_paths=files, blocksize=config.partition_size)
 
     def phase(name: str, stage: Any) -> PipelineResult:
-        pipeline = Pipeline(name=f"profile-{name}")
-        pipeline.add_stage(partitions)
-        pipeline.add_stage(stage)
-        return pipeline.run(
-            executor=executor,
-            checkpoint_path=ckpt_root / name if ckpt_root is not None else None,
-            on_progress=(lambda p: on_progress(name, p)) if on_progress else None,
-        )
+        return run_phase(name, partitions, stage, executor, ckpt_root, on_progress, "profile")
 
     # 1. populations and the fingerprint
     pop = phase("populations", PopulationStage(spec=spec, work_dir=str(work)))
-    sids = _source_ids(partitions, files)
-    corpus, populations = _merge_populations(work, sids)
+    sids = partition_ids(partitions)
+    corpus, populations = merge_populations(work, sids)
     corpus.update({"glob": config.input_glob, "file_count": len(files),
                    "source_field": config.source_field})
     if corpus["document_count"] == 0:
@@ -291,60 +283,12 @@ def _common_root(files: list[str]) -> str:
     return root
 
 
-def _source_ids(partitions: FilePartitioningStage, files: list[str]) -> list[str]:
-    from curator.tasks import EmptyTask
-
-    return [t.get_deterministic_id() for t in partitions.process(EmptyTask())]
-
-
 def _parquet(frame: pl.DataFrame) -> bytes:
     import io
 
     buf = io.BytesIO()
     frame.write_parquet(buf, compression="zstd", statistics=False)
     return buf.getvalue()
-
-
-def _check_work(work: Path, ckpt_root: Path | None, config: ProfileConfig) -> None:
-    """Resume only the same configuration's work; otherwise start afresh."""
-    marker = work / "config_hash"
-    digest = config_hash(config)
-    resumable = (ckpt_root is not None and marker.is_file()
-                 and marker.read_text() == digest
-                 and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
-    if not resumable:
-        if ckpt_root is not None and ckpt_root.exists():
-            log.warning("profile checkpoint %s belongs to another configuration or its work "
-                        "files are gone: starting afresh", ckpt_root)
-            shutil.rmtree(ckpt_root, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True, exist_ok=True)
-    write_atomic(marker, digest)
-
-
-def _merge_populations(work: Path, sids: list[str]) -> tuple[dict[str, Any], dict[str, int]]:
-    totals = {"records_read": 0, "records_without_text": 0, "unparsable_lines": 0,
-              "damaged_shards": 0}
-    populations: dict[str, int] = {}
-    digest = RowDigest()
-    damaged: list[str] = []
-    for sid in sids:
-        part = json.loads(work_file(str(work), "populations", sid, ".json").read_text())
-        for key in totals:
-            totals[key] += int(part[key])
-        damaged += part["damaged"]
-        for source, n in part["populations"].items():
-            populations[source] = populations.get(source, 0) + int(n)
-        digest = digest.merge(RowDigest.from_json(part["fingerprint"]))
-    corpus: dict[str, Any] = {
-        **totals,
-        "document_count": digest.count,
-        "source_count": len(populations),
-        "fingerprint": digest.digest,
-    }
-    if damaged:
-        corpus["damaged"] = sorted(damaged)
-    return corpus, dict(sorted(populations.items()))
 
 
 def _weights(scores: pl.DataFrame, populations: dict[str, int]) -> tuple[np.ndarray, ...]:

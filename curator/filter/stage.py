@@ -1,0 +1,169 @@
+"""The filter's engine stage: one source partition in, its kept and rejected records out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from curator.errors import CuratorError
+from curator.filter.gates import BatchDecision, GatePlan, LanguageModel, decide
+from curator.io.lines import iter_lines
+from curator.io.writers import atomic_file
+from curator.stages import ProcessingStage
+from curator.tasks import FileGroupTask
+
+BATCH = 2048
+MISSING_SOURCE = "__missing__"
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    text_field: str = "text"
+    id_field: str | None = None
+    source_field: str | None = None
+    metadata_fields: tuple[str, ...] = ()  # empty: records are kept whole
+
+
+def shard_name(index: int) -> str:
+    return f"part_{index}.jsonl"
+
+
+def _num(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+@dataclass
+class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
+    """Decide every record of a partition; write ``part_<i>.jsonl`` and its rejections.
+
+    ``index`` maps a partition's source id to its position in the plan, so shard names
+    follow input order whatever the executor. Counters (persisted with the partition's
+    completion) feed the manifest and the ledger: ``input``, ``kept``, ``filtered.<gate>``,
+    ``failed.<reason>``, ``source_in.<source>``, ``source_out.<source>``.
+    """
+
+    plan: GatePlan
+    records: RecordSpec
+    index: dict[str, int]
+    output_dir: str
+    rejected_dir: str
+    model: LanguageModel | None = None  # loads itself lazily in each worker
+    name: str = "filter"
+
+    def process(self, task: FileGroupTask) -> FileGroupTask:
+        sid = task.source_id or "part"
+        name = shard_name(self.index[sid])
+        out = Path(self.output_dir) / name
+        rej = Path(self.rejected_dir) / name
+        kept_rows = 0
+        with atomic_file(out) as kept, atomic_file(rej) as rejected:
+            pending: list[tuple[str, int, bytes, dict[str, Any]]] = []
+            for path in task.data:
+                for offset, line in iter_lines(path, task.byte_range):
+                    self.stat_update("input")
+                    record = self._parse(line, path, offset, rejected)
+                    if record is None:
+                        continue
+                    pending.append((path, offset, line, record))
+                    if len(pending) >= BATCH:
+                        kept_rows += self._flush(pending, kept, rejected)
+                        pending = []
+            kept_rows += self._flush(pending, kept, rejected)
+        if kept_rows == 0:
+            out.unlink(missing_ok=True)
+        if rej.stat().st_size == 0:
+            rej.unlink()
+        return FileGroupTask(data=[str(out)] if kept_rows else [],
+                             _metadata={"rows": kept_rows, "shard": name})
+
+    def _parse(self, line: bytes, path: str, offset: int, rejected: Any) -> dict | None:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            reason = "unparsable_line"
+        else:
+            if not isinstance(record, dict):
+                reason = "not_an_object"
+            elif not isinstance(record.get(self.records.text_field), str):
+                reason = "missing_text"
+            else:
+                return record
+        self.stat_update(f"failed.{reason}")
+        rejected.write(orjson.dumps({"id": None, "source": None, "removed_by": None,
+                                     "failed": reason, "input": {"path": path,
+                                                                  "offset": offset}}) + b"\n")
+        return None
+
+    def _source(self, record: dict) -> str:
+        if self.records.source_field is None:
+            return MISSING_SOURCE
+        value = record.get(self.records.source_field)
+        return MISSING_SOURCE if value is None else str(value)
+
+    def _flush(self, pending: list, kept: Any, rejected: Any) -> int:
+        if not pending:
+            return 0
+        from curator.signals.scoring import score_batch
+
+        texts = [rec[self.records.text_field] for _, _, _, rec in pending]
+
+        def score(batch: list[str], names: list[str]) -> dict[str, np.ndarray]:
+            frame = score_batch(batch, names, self.plan.pack)
+            return {n: frame[n].to_numpy().astype(np.float64) for n in names}
+
+        decision = decide(self.plan, texts, self.model, score)
+        count = 0
+        for i, (path, offset, line, record) in enumerate(pending):
+            source = self._source(record)
+            self.stat_update(f"source_in.{source}")
+            if decision.kept[i]:
+                kept.write(self._output_line(line, record, decision, i))
+                self.stat_update("kept")
+                self.stat_update(f"source_out.{source}")
+                count += 1
+            else:
+                gate = decision.first_gate[i]
+                self.stat_update(f"filtered.{gate}")
+                rejected.write(self._rejection(record, source, path, offset, decision, i))
+        return count
+
+    def _output_line(self, line: bytes, record: dict, decision: BatchDecision, i: int) -> bytes:
+        fields = self.records.metadata_fields
+        if not fields and not decision.annotations:
+            return line + b"\n"  # the input bytes, unchanged
+        if fields:
+            keep = [self.records.text_field, self.records.id_field, self.records.source_field,
+                    *fields]
+            absent = [f for f in fields if f not in record]
+            if absent:
+                raise CuratorError(
+                    "metadata_field_absent_from_some_records",
+                    f"metadata_fields {absent} are absent from record "
+                    f"{record.get(self.records.id_field or 'id')!r}: list only fields every "
+                    "record has",
+                )
+            out = {k: record[k] for k in dict.fromkeys(keep) if k is not None and k in record}
+        else:
+            out = dict(record)
+        for name, values in decision.annotations.items():
+            out[f"__{name}"] = _num(values[i])
+        return orjson.dumps(out) + b"\n"
+
+    def _rejection(self, record: dict, source: str, path: str, offset: int,
+                   decision: BatchDecision, i: int) -> bytes:
+        scores = {g: _num(decision.scores[g][i]) for g in decision.failed[i]}
+        row: dict[str, Any] = {
+            "id": record.get(self.records.id_field) if self.records.id_field else None,
+            "source": source,
+            "removed_by": decision.first_gate[i],
+            "gates": decision.failed[i],
+            "scores": scores,
+            "input": {"path": path, "offset": offset},
+        }
+        if decision.labels is not None:
+            row["language"] = decision.labels[i]
+        return orjson.dumps(row) + b"\n"

