@@ -648,7 +648,7 @@ def _off_grid(name: str, bound: str, value: float, grid: Iterable[Any]) -> str |
         return None
     span = float(points.max() - points.min()) or 1.0
     nearest = float(points[np.argmin(np.abs(points - value))])
-    if abs(nearest - value) <= 1e-9 * span:
+    if abs(nearest - value) <= 1e-6 * span:  # the point as printed (6 digits) is on it
         return None
     return (f"[threshold_not_on_grid] {name} {bound}={value:g} is not a swept grid point; "
             f"the profile measured no retention there (nearest point {nearest:.6g})")

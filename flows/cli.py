@@ -133,6 +133,31 @@ def demo_corpus(
     )
 
 
+@app.command("filter")
+def filter_(config: ConfigOpt, set_: SetOpt = None) -> None:
+    """Apply an approved policy that matches the corpus; write a manifest and a ledger."""
+    from flows.filter import filter_flow
+    from flows.terminal import progress_bars
+
+    _quiet_user_errors()
+    try:
+        with progress_bars({"fingerprint": ("fingerprint", "profile_populations.documents"),
+                            "filter": ("filter", "filter.input")}):
+            manifest = filter_flow(str(config), set_ or [])
+    except CuratorError as exc:
+        fail(exc)
+        return
+    removed = manifest["declared"]["filtered"]
+    typer.echo(
+        f"filter: {manifest['input']['row_count']} records in, "
+        f"{manifest['output']['row_count']} kept in {manifest['output']['file_count']} "
+        f"shards; removed by gate: {', '.join(f'{k} {v}' for k, v in removed.items()) or '-'}; "
+        f"failed {manifest['declared']['failed']}; policy {manifest['policy']['status']}\n"
+        f"  rejected   {manifest['rejected_dir']}  (one line per removed record, with its "
+        "gates and scores)"
+    )
+
+
 @app.command()
 def approve(
     candidate: Annotated[Path, typer.Option("--candidate", help="candidate_policies.yaml")],

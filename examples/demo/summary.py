@@ -55,9 +55,10 @@ def main() -> int:
     matches = all(report[k] == expected[k] for k in keys)
     print(f"matches the noise the generator planted: {'yes' if matches else 'NO'}")
     profiled = _profile(args.workdir / "profile")
+    filtered = _filter(args.workdir / "filtered", args.workdir / "policy")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
-    return 0 if matches and report["balance"]["ok"] and profiled else 1
+    return 0 if matches and report["balance"]["ok"] and profiled and filtered else 1
 
 
 def _profile(out: Path) -> bool:
@@ -86,6 +87,34 @@ def _profile(out: Path) -> bool:
             print(f"  {block['signal']:<18} p10 {micro['p10']}  p50 {micro['p50']}  "
                   f"p90 {micro['p90']}")
     return True
+
+
+
+def _filter(out: Path, policy_dir: Path) -> bool:
+    """The filter's headline numbers; False when its manifest is missing or unbalanced."""
+    path = out / "run_manifest.json"
+    if not path.is_file():
+        print(f"\n(no filter run at {path})")
+        return False
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    ledger = json.loads((out / "curation_ledger.json").read_text(encoding="utf-8"))
+    print("\n== demo: curate approve + curate filter ==")
+    print(f"policy       {policy_dir / 'approved_policy.yaml'}  (status "
+          f"{manifest['policy']['status']}, {manifest['policy']['thresholds_applied']} "
+          "thresholds)")
+    print(f"shards       {out}/part_*.jsonl  ({manifest['output']['file_count']} shards, "
+          f"{manifest['output']['row_count']} documents, sha256 of each in the manifest)")
+    print(f"rejected     {manifest['rejected_dir']}/  (every removed document: its gates, "
+          "scores)")
+    print(f"manifest     {path}")
+    print(f"ledger       {out / 'curation_ledger.json'}")
+    print()
+    removed = ", ".join(f"{k} {v}" for k, v in ledger["filtered_by_reason"].items())
+    print(f"{ledger['n_input']} in = {ledger['n_success']} kept + {ledger['n_filtered']} "
+          f"filtered + {ledger['n_failed']} failed + {ledger['n_quarantined']} quarantined; "
+          f"balanced: {ledger['balanced']}")
+    print(f"removed by gate: {removed}")
+    return bool(ledger["balanced"]) and "completed_at" in manifest["producer"]
 
 
 if __name__ == "__main__":
