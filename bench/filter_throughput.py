@@ -1,0 +1,212 @@
+"""Filter throughput per core against the polars read+write floor, in one run.
+
+Data: ``--mb`` (default 500) MB of ingested-form JSONL (``{text, id, source, url}``,
+the demo generator's content kinds) in 64 MB files under ``--data-dir`` (default
+``/tmp/cb-filter-data``), written once.
+
+Variants (all in this process, inline executor, ``POLARS_MAX_THREADS=1``, so CPU
+seconds are per core; medians of ``--repeat``):
+
+- ``floor``: per file ``pl.read_ndjson`` + ``write_ndjson``;
+- ``filter``: ``run_filter`` with a realistic approved policy (12 signal gates), the
+  language gate (fastText lid.176.ftz, ``langid_max_chars`` as configured) and word
+  bounds: fingerprint pass + filter pass + manifest and ledger;
+- ``gates:<name>``: one gate family alone (language, words, policy), to show where
+  the time goes.
+
+The policy is written by the benchmark for the generated corpus (its fingerprint is
+computed here with the profile's code), not measured by a profile: the subject is
+the filter's speed. Target (issue 5): >= 40 MB/s per core end to end, within 6x of
+the floor.
+
+    .venv/bin/python bench/filter_throughput.py                 # 500 MB
+    .venv/bin/python bench/filter_throughput.py --mb 64 --repeat 1
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+import argparse
+import hashlib
+import itertools
+import json
+import resource
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import _common as C
+import polars as pl
+import yaml
+
+from curator.demo import iter_clean_lines
+from curator.langpack.loader import load_langpack
+from curator.profile.fingerprint import RowDigest, fingerprint_key, text_digest
+from curator.signals.registry import IMPL_VERSION
+from curator.steps.filter import FilterConfig, run_filter
+
+NAME = "filter_throughput"
+MB = 1_000_000
+FILE_BYTES = 64 * MB
+#: a realistic policy: 12 signal gates at loose, profile-like thresholds
+POLICY = [
+    {"signal": "stopword_ratio", "min": 0.0952381},
+    {"signal": "unicode_alpha_numeric", "max": 0.301587},
+    {"signal": "non_alpha_numeric", "max": 0.984127},
+    {"signal": "repeating_duplicate_ngrams", "max": 0.507937},
+    {"signal": "boilerplate_hits", "max": 3},
+    {"signal": "words_with_alphabets", "min": 0.650794},
+    {"signal": "symbol_to_word", "max": 0.1111111},
+    {"signal": "max_word_length", "max": 1000},
+    {"signal": "numbers_ratio", "max": 0.301587},
+    {"signal": "white_space", "max": 0.301587},
+    {"signal": "urls_ratio", "max": 0.301587},
+    {"signal": "mean_word_length", "min": 3, "max": 10},
+]
+
+
+def make_data(folder: Path, mb: int) -> list[Path]:
+    marker = folder / f".complete-{mb}"
+    if marker.exists():
+        return sorted(folder.glob("part_*.jsonl"))
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    lines = iter_clean_lines(2024)
+    total, index = 0, 0
+    while total < mb * MB:
+        size, chunk = 0, []
+        for line in lines:
+            rec = json.loads(line)
+            out = json.dumps({"text": rec["text"], "id": hashlib.sha256(
+                line.encode()).hexdigest(), "source": rec["source"], "url": rec.get("url")},
+                ensure_ascii=False)
+            chunk.append(out)
+            size += len(out.encode()) + 1
+            if size >= FILE_BYTES or total + size >= mb * MB:
+                break
+        (folder / f"part_{index}.jsonl").write_text("\n".join(chunk) + "\n", encoding="utf-8")
+        total += size
+        index += 1
+    marker.touch()
+    return sorted(folder.glob("part_*.jsonl"))
+
+
+def fingerprint(files: list[Path]) -> str:
+    digest = RowDigest()
+    for path in files:
+        with open(path, "rb") as f:
+            for line in f:
+                rec = json.loads(line)
+                digest.add(fingerprint_key(rec["id"], text_digest(rec["text"])))
+    return digest.digest
+
+
+def write_policy(path: Path, corpus_fp: str, pack_hash: str) -> None:
+    doc = {
+        "schema_version": 1, "approved": True,
+        "corpus": {"glob": "bench", "document_count": None, "fingerprint": corpus_fp},
+        "langpack": {"id": "curator-en", "language_tag": "en", "version": "bench",
+                     "content_hash": pack_hash},
+        "signals_impl_version": IMPL_VERSION,
+        "profile_digest": "sha256:" + "0" * 64,
+        "approval": {"approver": "bench/filter_throughput.py", "date": "2026-12-02",
+                     "method": "manual", "evidence": "benchmark policy, not a curation"},
+        "thresholds": POLICY,
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(fn, repeat: int) -> dict[str, float]:
+    cpus, walls = [], []
+    for _ in range(repeat):
+        c0, w0 = cpu(), time.perf_counter()
+        fn()
+        cpus.append(cpu() - c0)
+        walls.append(time.perf_counter() - w0)
+    return {"cpu_s": C.median(cpus), "wall_s": C.median(walls), "runs": cpus}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/cb-filter-data"))
+    parser.add_argument("--langid-max-chars", type=int, default=2000)
+    parser.add_argument("--variants", default="floor,filter,gates:language,gates:words,"
+                        "gates:policy,gates:none")
+    args = parser.parse_args()
+    files = make_data(args.data_dir, args.mb)
+    data_mb = sum(p.stat().st_size for p in files) / MB
+    docs = sum(p.read_bytes().count(b"\n") for p in files)
+    work = args.data_dir.parent / "cb-filter-work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    pack = load_langpack(C.REPO / "langpacks", "en")
+    policy = work / "approved_policy.yaml"
+    write_policy(policy, fingerprint(files), pack.content_hash)
+    glob = str(args.data_dir / "part_*.jsonl")
+
+    def floor() -> None:
+        for f in files:
+            pl.read_ndjson(f).write_ndjson(work / "floor.jsonl")
+
+    counter = itertools.count()
+
+    def filt(**keys: Any):
+        def run() -> None:
+            out = work / f"out-{next(counter)}"
+            base: dict[str, Any] = {
+                "input_glob": glob, "output_dir": str(out), "id_field": "id",
+                "source_field": "source", "execution": {"executor": "inline"},
+                "quality_filters": {"min_words": 20, "max_words": 100000,
+                                    "langid_max_chars": args.langid_max_chars},
+                "heuristic_filters": {"approved_policy": str(policy),
+                                      "langpack_dir": str(C.REPO / "langpacks")},
+            }
+            base.update(keys)
+            run_filter(FilterConfig(**base))
+            shutil.rmtree(out)
+        return run
+
+    no_words = {"min_langid_score": 0.3, "langid_max_chars": args.langid_max_chars}
+    variants = {
+        "floor": floor,
+        "filter": filt(),
+        "gates:language": filt(heuristic_filters=None, quality_filters=no_words),
+        "gates:words": filt(heuristic_filters=None, language_codes=[]),
+        "gates:policy": filt(language_codes=[], quality_filters=no_words),
+        "gates:none": filt(heuristic_filters=None, language_codes=[], quality_filters=no_words),
+    }
+    pl.DataFrame({"a": [1]}).write_ndjson(work / "warm.jsonl")
+    results: dict[str, Any] = {}
+    for name in args.variants.split(","):
+        results[name] = measure(variants[name], args.repeat)
+        r = results[name]
+        r["mb_per_cpu_s"] = data_mb / r["cpu_s"]
+        r["docs_per_cpu_s"] = docs / r["cpu_s"]
+        print(f"{name:22} cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  "
+              f"{r['mb_per_cpu_s']:7.1f} MB/s/core  {r['docs_per_cpu_s']:9.0f} docs/s/core",
+              flush=True)
+    if "floor" in results:
+        for r in results.values():
+            r["x_floor"] = r["cpu_s"] / results["floor"]["cpu_s"]
+    C.print_table(["variant", "CPU s", "MB/s/core", "docs/s/core", "x floor"],
+                  [[k, round(v["cpu_s"], 2), round(v["mb_per_cpu_s"], 1),
+                    round(v["docs_per_cpu_s"]), round(v.get("x_floor", 0), 2)]
+                   for k, v in results.items()])
+    C.write_result(NAME, {"data_mb": data_mb, "docs": docs, "files": len(files),
+                          "langid_max_chars": args.langid_max_chars, "policy": POLICY,
+                          "machine_load": C.machine_load(), "results": results})
+
+
+if __name__ == "__main__":
+    main()
