@@ -12,22 +12,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The demo's approval, chosen from demo-run/profile/profile_summary.md (docs/filter.md#the-demo):
-# grid points of the profile, each aimed at one kind of planted noise.
-DEMO_THRESHOLDS := --set stopword_ratio=0.0952381 --set unicode_alpha_numeric=0.301587 \
-	--set repeating_duplicate_ngrams=0.507937 --set boilerplate_hits=3
-
-## Set up, generate the demo corpus (docs/demo-corpus.md), ingest, profile, approve and filter it.
+## Set up, generate the demo corpus (docs/demo-corpus.md) and run the whole flow on it in two
+## runs: measure (ingest, profile), then approve (a documented choice) and apply (filter).
 demo: $(STAMP)
-	rm -rf demo-run/filtered demo-run/policy
+	rm -rf demo-run
 	$(BIN)/curate demo-corpus --out demo-run/raw
-	$(BIN)/curate ingest --config examples/demo/ingest.yaml
-	$(BIN)/curate profile --config examples/demo/profile.yaml
-	$(BIN)/curate approve --candidate demo-run/profile/candidate_policies.yaml $(DEMO_THRESHOLDS) \
-		--approver "make demo" --method manual \
-		--evidence "demo-run/profile/profile_summary.md: symbol soup below 0.1 stopwords, repeated lines above 0.5 duplicate bigrams, boilerplate-only pages above 3 patterns" \
-		--out demo-run/policy/approved_policy.yaml
-	$(BIN)/curate filter --config examples/demo/filter.yaml
+	$(BIN)/curate flow --config examples/demo/flow-measure.yaml
+	$(BIN)/curate flow --config examples/demo/flow-apply.yaml
 	$(BIN)/python examples/demo/summary.py --workdir demo-run
 
 ## The engine's interrupt-and-resume walk-through (press Ctrl+C midway, run it again).

@@ -109,6 +109,47 @@ def profile(config: ConfigOpt, set_: SetOpt = None) -> None:
     )
 
 
+FLOW_PHASES = {
+    "parse": ("ingest: parse", "ingest_parse.seen"),
+    "shards": ("ingest: write shards", "ingest_shard_writer.written"),
+    "populations": ("profile: count sources", "profile_populations.documents"),
+    "sample": ("profile: sample", "profile_sample.candidates"),
+    "scores": ("profile: score", "profile_score.documents"),
+    "fingerprint": ("filter: fingerprint", "profile_populations.documents"),
+    "filter": ("filter: gates", "filter.input"),
+}
+
+
+@app.command("flow")
+def flow_(
+    config: ConfigOpt,
+    plan: Annotated[bool, typer.Option("--plan", help="write flow_plan.json, run nothing")]
+    = False,
+) -> None:
+    """Run ingest, profile, approve and filter as one flow (docs/flow.md)."""
+    from flows.pipeline_flow import curate_flow
+    from flows.terminal import progress_bars
+
+    _quiet_user_errors()
+    try:
+        with progress_bars(FLOW_PHASES):
+            result = curate_flow(str(config), plan=plan)
+    except CuratorError as exc:
+        fail(exc)
+        return
+    root = Path(result["output_root"])
+    if plan:
+        enabled = [s["key"] for s in result["steps"] if s["enabled"]]
+        typer.echo(f"plan: {', '.join(enabled)}; written to {root / 'flow_plan.json'}")
+        for warning in result["warnings"]:
+            typer.echo(f"warning: {warning}", err=True)
+        return
+    for step in result["steps"]:
+        typer.echo(f"  {step['step_id']:<16} {step['status']:<9} {step['output_dir'] or ''}")
+    typer.echo(f"flow: {result['status']}; policy {result['policy_status']} "
+               f"(applied: {result['policy_applied']}); report {root / 'flow_report.json'}")
+
+
 @app.command("demo-corpus")
 def demo_corpus(
     out: Annotated[Path, typer.Option("--out", help="folder to write the raw JSONL into")],

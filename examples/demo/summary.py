@@ -55,7 +55,7 @@ def main() -> int:
     matches = all(report[k] == expected[k] for k in keys)
     print(f"matches the noise the generator planted: {'yes' if matches else 'NO'}")
     profiled = _profile(args.workdir / "profile")
-    filtered = _filter(args.workdir / "filtered", args.workdir / "policy")
+    filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
     return 0 if matches and report["balance"]["ok"] and profiled and filtered else 1
