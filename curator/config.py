@@ -48,7 +48,7 @@ def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs or []:
         if "=" not in pair:
-            raise CuratorError("invalid_config", f"--set expects key=value, got {pair!r}")
+            raise CuratorError("config_error", f"--set expects key=value, got {pair!r}")
         key, raw = pair.split("=", 1)
         value = yaml.safe_load(raw) if raw.strip() else ""
         node = out
@@ -83,9 +83,9 @@ def load_config(
         try:
             loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise CuratorError("invalid_config", f"{file} is not valid YAML: {exc}") from exc
+            raise CuratorError("config_error", f"{file} is not valid YAML: {exc}") from exc
         if loaded is not None and not isinstance(loaded, dict):
-            raise CuratorError("invalid_config", f"{file} must hold a mapping of keys")
+            raise CuratorError("config_error", f"{file} must hold a mapping of keys")
         data = loaded or {}
     extra = overrides if isinstance(overrides, dict) else parse_overrides(overrides)
     data = _deep_merge(data, extra)
@@ -95,4 +95,4 @@ def load_config(
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
-        raise CuratorError("invalid_config", f"invalid {model.__name__}: {problems}") from exc
+        raise CuratorError("config_error", f"invalid {model.__name__}: {problems}") from exc

@@ -749,7 +749,7 @@ def build_corpus(docs: int = DEFAULT_DOCS, seed: int = DEFAULT_SEED
                  ) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The files (name -> bytes) and the manifest of a demo corpus, in memory."""
     if docs < MIN_DOCS:
-        raise CuratorError("invalid_config", f"--docs must be at least {MIN_DOCS}, got {docs}")
+        raise CuratorError("config_error", f"--docs must be at least {MIN_DOCS}, got {docs}")
     gen = DemoCorpusGenerator(seed)
     rng = gen.rng
     content, line_noise = noise_counts(docs)

@@ -77,7 +77,7 @@ class IngestConfig(StepConfig):
                 "an id that ignores the text would merge different documents",
             )
         if self.source_from and self.source:
-            raise CuratorError("invalid_config", "set source_from or source, not both")
+            raise CuratorError("config_error", "set source_from or source, not both")
         reserved = {self.text_field, "text", "id", "source"}
         return IdentitySpec(
             text_field=self.text_field,

@@ -283,7 +283,7 @@ def test_source_defaults_to_unknown(tmp_path: Path) -> None:
 def test_source_from_and_source_together_are_refused(tmp_path: Path) -> None:
     write_records(tmp_path / "in" / "a.jsonl", _docs(1))
     exc = ingest_error(str(tmp_path / "in"), tmp_path / "out", source_from="s", source="c")
-    assert exc.error_id == "invalid_config"
+    assert exc.error_id == "config_error"
 
 
 # -- keep_fields -------------------------------------------------------------------------

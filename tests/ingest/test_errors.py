@@ -215,12 +215,12 @@ def test_cli_ingests_with_set_overrides(tmp_path: Path, prefect_api: str) -> Non
 
 
 @pytest.mark.slow
-def test_cli_invalid_config_exits_2(tmp_path: Path, prefect_api: str) -> None:
+def test_cli_config_error_exits_2(tmp_path: Path, prefect_api: str) -> None:
     cfg = write_config(tmp_path / "ingest.yaml", {"input": str(tmp_path), "no_such_key": 1})
     with Cli(cfg, tmp_path / "logs", "bad", "on_duplicate=sometimes") as cli:
         assert cli.wait(120) == 2
         err = cli.stderr()
-    assert "error: [invalid_config]" in err and "no_such_key" in err and "on_duplicate" in err
+    assert "error: [config_error]" in err and "no_such_key" in err and "on_duplicate" in err
     assert not os.path.exists(tmp_path / "output")  # the default output_dir, under cwd
 
 

@@ -156,7 +156,7 @@ def test_clean_lines_for_benchmarks_are_deterministic_json() -> None:
 def test_too_few_documents_is_refused() -> None:
     with pytest.raises(CuratorError) as err:
         build_corpus(10, SEED)
-    assert err.value.error_id == "invalid_config"
+    assert err.value.error_id == "config_error"
 
 
 # ---- the noise ----------------------------------------------------------------------
