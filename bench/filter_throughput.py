@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/cb-filter-data"))
-    parser.add_argument("--langid-max-chars", type=int, default=2000)
+    parser.add_argument("--langid-max-chars", type=int, default=500)
     parser.add_argument("--variants", default="floor,filter,gates:language,gates:words,"
                         "gates:policy,gates:none")
     args = parser.parse_args()

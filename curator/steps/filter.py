@@ -85,7 +85,7 @@ class QualityFilters(BaseModel):
     min_words: int | None = Field(None, ge=0)
     max_words: int | None = Field(None, ge=0)
     #: score only a document's first characters for language ID (None: the whole text)
-    langid_max_chars: int | None = Field(2000, gt=0)
+    langid_max_chars: int | None = Field(500, gt=0)
 
 
 class FilterModels(BaseModel):
