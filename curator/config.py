@@ -30,6 +30,15 @@ class ExecutionConfig(BaseModel):
     checkpoint_path: str | None = None
 
 
+class TokenizerRef(BaseModel):
+    """A tokenizer by name and revision (``models.tokenizer``, ``heuristic_filters.tokenizer``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    revision: str
+
+
 class StepConfig(BaseSettings):
     """Base of every step's configuration."""
 

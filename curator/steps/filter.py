@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
-from curator.config import StepConfig
+from curator.config import StepConfig, TokenizerRef
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
@@ -57,13 +57,6 @@ STEP_ID = "curate/filter"
 WORK_DIR = ".filter-work"
 SCHEMA_VERSION = 1
 CANONICAL_JSON = "json.dumps(sort_keys=True, separators=(',',':'), ensure_ascii=False)"
-
-
-class TokenizerRef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    revision: str
 
 
 class HeuristicFilters(BaseModel):

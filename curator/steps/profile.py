@@ -32,7 +32,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
-from curator.config import StepConfig
+from curator.config import StepConfig, TokenizerRef
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.io.partitioning import JSONL_EXTENSIONS, FilePartitioningStage, resolve_input_files
@@ -71,13 +71,6 @@ class BandSearch(BaseModel):
 
     min_keep_rate: float = Field(0.80, ge=0, le=1)
     max_keep_rate: float = Field(0.995, ge=0, le=1)
-
-
-class TokenizerRef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    revision: str
 
 
 class Models(BaseModel):
