@@ -59,8 +59,9 @@ def test_damaged_writer_file_is_skipped_and_its_sources_replay(
     _interrupted_run(workdir, "second", 1)
     (kept,) = [p for p in writer_files(meta) if p != damaged]
     survived = read_checkpoint_file(kept)[0]
+    # (under load the two drains may between them finish every source; that is fine:
+    # what matters is that the damaged file's sources are replayed and the others not)
     assert lost and survived and not lost & survived
-    assert len(lost | survived) < FILES
 
     _damage_data_pages(damaged)
     lmdb.open(str(damaged), subdir=False, readonly=True, lock=False, max_dbs=2).close()
