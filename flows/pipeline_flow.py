@@ -18,10 +18,11 @@ from typing import Any
 import yaml
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 
-from curator.artifacts import file_digest, utc_now, write_json_atomic
+from curator.artifacts import utc_now, write_json_atomic
 from curator.errors import CuratorError
 from curator.flow.approval import approve_policy
 from curator.flow.plan import (
@@ -30,6 +31,7 @@ from curator.flow.plan import (
     load_flow_config,
     mark_done,
     plan_flow,
+    set_policy_extra,
     step_is_done,
 )
 from flows.filter import filter_flow
@@ -75,12 +77,12 @@ def curate_flow(config: str | dict[str, Any], plan: bool = False) -> dict[str, A
     report = _Report(fplan)
     try:
         for step in fplan.steps:
+            if step.key == "filter" and fplan.approve is not None:
+                _approve(fplan, report, logger)  # written even when the filter is off
             if not step.enabled:
                 report.step(step, "disabled")
                 continue
-            if step.key == "filter" and fplan.approve is not None:
-                _approve(fplan, report, logger)
-            _policy_extra(step)
+            set_policy_extra(step)
             if step_is_done(step):
                 logger.info("%s: artifacts complete for this config: skipped", step.step_id)
                 report.step(step, "skipped", notes=["artifacts complete for this config"])
@@ -98,13 +100,6 @@ def curate_flow(config: str | dict[str, Any], plan: bool = False) -> dict[str, A
     return report.data
 
 
-def _policy_extra(step: StepPlan) -> None:
-    """A filter's done-ness depends on its policy's bytes, not only on its config."""
-    if step.key == "filter":
-        policy = (step.config.get("heuristic_filters") or {}).get("approved_policy")
-        step.extra = file_digest(policy) if policy and Path(policy).is_file() else None
-
-
 def _approve(fplan: FlowPlan, report: _Report, logger: Any) -> None:
     approve = fplan.approve
     assert approve is not None
@@ -118,8 +113,15 @@ def _approve(fplan: FlowPlan, report: _Report, logger: Any) -> None:
             create_markdown_artifact(markdown=summary.read_text(encoding="utf-8"),
                                      key="approval-request",
                                      description="curate flow: read this, then approve")
-        given = pause_flow_run(wait_for_input=ApprovalInput, timeout=approve.timeout_seconds,
-                               poll_interval=1)
+        try:
+            given = pause_flow_run(wait_for_input=ApprovalInput,
+                                   timeout=approve.timeout_seconds, poll_interval=1)
+        except FlowPauseTimeout as exc:
+            raise CuratorError(
+                "approval_timeout",
+                f"no approval was submitted within {approve.timeout_seconds} s: rerun the "
+                "flow (finished steps are skipped) and submit the form while it waits",
+            ) from exc
         thresholds, approver, evidence, method = (given.thresholds, given.approver,
                                                   given.evidence, given.method)
         date = None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from curator.policy import load_candidate, promote, write_approved
 
@@ -35,7 +38,28 @@ def approve_policy(
     Returns the policy digest and the warnings. An unchanged approval leaves the file's
     bytes (and so its digest) unchanged.
     """
-    doc, warnings = promote(load_candidate(candidate), thresholds_from(thresholds),
-                            approver=approver, evidence=evidence, method=method, date=date,
-                            log_warnings=False)
+    chosen = thresholds_from(thresholds)
+    doc, warnings = promote(load_candidate(candidate), chosen, approver=approver,
+                            evidence=evidence, method=method, date=date, log_warnings=False)
+    if date is None:  # the same approval on a later day keeps its date (and its bytes)
+        previous = _previous(out)
+        day = (previous.get("approval") or {}).get("date") if previous else None
+        if isinstance(day, str) and day != doc["approval"]["date"]:
+            again, _ = promote(load_candidate(candidate), chosen, approver=approver,
+                               evidence=evidence, method=method, date=day,
+                               log_warnings=False)
+            if _plain(again) == _plain(previous):
+                doc = again
     return write_approved(doc, out), warnings
+
+
+def _previous(path: str | Path) -> dict[str, Any] | None:
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _plain(doc: Any) -> Any:
+    return json.loads(json.dumps(doc, sort_keys=True, default=str))

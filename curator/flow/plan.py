@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from curator.artifacts import canonical_digest
+from curator.artifacts import canonical_digest, file_digest
 from curator.config import ExecutionConfig
 from curator.errors import CuratorError
 from curator.io.partitioning import resolve_input_files
@@ -163,14 +163,14 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     else:
         try:
             files = resolve_input_files(corpus.input)
-        except CuratorError as exc:
-            files = []
-            problems.append((exc.error_id, exc.message))
+            missing = ""
+        except CuratorError as exc:  # a path named outright that does not exist
+            files, missing = [], f" ({exc.message})"
         if not files:
             problems.append((
                 "input_matched_no_files",
-                f"corpus.input {corpus.input!r} matches no files (relative paths are "
-                f"resolved from the working directory {Path.cwd()})",
+                f"corpus.input {corpus.input!r} matches no files{missing} (relative paths "
+                f"are resolved from the working directory {Path.cwd()})",
             ))
         elif not ingest_on and not any(f.lower().endswith((".jsonl", ".json", ".ndjson"))
                                        for f in files):
@@ -275,6 +275,7 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
         if not hf.get("approved_policy"):
             warnings.append("the filter has no policy: only the language and word gates apply")
         out = Path(filt.config["output_dir"])
+        set_policy_extra(filt)  # a finished filter's marker hashes its policy's bytes too
         done = step_is_done(filt)
         if out.is_dir() and any(out.glob("*.jsonl")) and not done and \
                 not _resumable(filt):
@@ -286,6 +287,13 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
                 "input_glob") is None:
             problems.append(("missing_upstream_artifact",
                              f"{key} needs corpus.input or ingest"))
+
+
+def set_policy_extra(step: StepPlan) -> None:
+    """A filter's done-ness depends on its policy's bytes, not only on its config."""
+    if step.key == "filter":
+        policy = (step.config.get("heuristic_filters") or {}).get("approved_policy")
+        step.extra = file_digest(policy) if policy and Path(policy).is_file() else None
 
 
 def _resumable(step: StepPlan) -> bool:
