@@ -31,7 +31,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
 from curator.pipeline import Pipeline, PipelineResult, Progress
 from curator.tasks import Task
-from flows.logging import engine_logs_to_prefect
+from flows.prefect_logging import engine_logs_to_prefect
 
 _PENDING: dict[str, cf.Future[UnitResult]] = {}
 _PENDING_LOCK = threading.Lock()

@@ -11,7 +11,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from curator.steps.filter import FilterConfig, run_filter
-from flows.logging import engine_logs_to_prefect
+from flows.prefect_logging import engine_logs_to_prefect
 from flows.progress import PhaseProgress
 from flows.step_config import step_config, step_executor
 

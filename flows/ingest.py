@@ -9,7 +9,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from curator.steps.ingest import IngestConfig, report_markdown, run_ingest
-from flows.logging import engine_logs_to_prefect
+from flows.prefect_logging import engine_logs_to_prefect
 from flows.progress import PhaseProgress
 from flows.step_config import step_config, step_executor
 

@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from curator.steps.profile import SUMMARY_NAME, ProfileConfig, run_profile
-from flows.logging import engine_logs_to_prefect
+from flows.prefect_logging import engine_logs_to_prefect
 from flows.progress import PhaseProgress
 from flows.step_config import step_config, step_executor
 

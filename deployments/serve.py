@@ -1,0 +1,95 @@
+"""Serve the curation flows without a work pool or worker (``flow.serve`` / ``prefect.serve``).
+
+    PREFECT_API_URL=http://127.0.0.1:4200/api python deployments/serve.py
+    PREFECT_API_URL=... python deployments/serve.py --only curate-ingest --nightly
+
+This process is the runner: it registers the deployments below (named ``serve`` so they
+sit next to, and never replace, the worker-based ones of ``prefect.yaml``), polls the
+API and runs each triggered or scheduled run in a subprocess of its own, in this
+checkout. Stop it with Ctrl-C (or SIGTERM, twice if a run is in flight). Trigger a run:
+
+    prefect deployment run curate-ingest/serve --watch
+    prefect deployment run curate-filter/serve -p config=examples/demo/filter.yaml --watch
+
+Parameters and the nightly schedule are those of ``prefect.yaml``; the nightly ingest
+is served paused unless ``--nightly`` is given. ``CURATE_EXECUTION__EXECUTOR=ray`` (and
+``CURATE_EXECUTION__RAY_ADDRESS``) in this process's environment make Ray the executor
+for configs that name none: runs inherit the runner's environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+NAME = "serve"
+NIGHTLY_CRON = "0 2 * * *"  # as prefect.yaml's curate-ingest/nightly
+
+
+def _flows() -> dict[str, Any]:
+    from flows.filter import filter_flow
+    from flows.ingest import ingest_flow
+    from flows.pipeline_flow import curate_flow
+    from flows.profile import profile_flow
+
+    return {"curate-flow": curate_flow, "curate-ingest": ingest_flow,
+            "curate-profile": profile_flow, "curate-filter": filter_flow}
+
+
+def build_deployments(only: list[str] | None = None, nightly: bool = False) -> list[Any]:
+    """The runner deployments: one per step flow (``curate-flow`` only when named in
+    ``only``), plus the nightly ingest (paused unless ``nightly``)."""
+    from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron
+
+    configs = {"curate-flow": "examples/demo/flow-measure.yaml",
+               "curate-ingest": "examples/demo/ingest.yaml",
+               "curate-profile": "examples/demo/profile.yaml",
+               "curate-filter": "examples/demo/filter.yaml"}
+    out = []
+    for flow_name, fl in _flows().items():
+        if (only and flow_name not in only) or (not only and flow_name == "curate-flow"):
+            continue
+        params: dict[str, Any] = {"config": configs[flow_name]}
+        params.update({"plan": False} if flow_name == "curate-flow" else {"overrides": []})
+        # a module entrypoint (`flows.ingest:ingest_flow`): each run imports it, whatever
+        # its working directory
+        common: dict[str, Any] = {"parameters": params, "tags": ["curate", "served"],
+                                  "entrypoint_type": EntrypointType.MODULE_PATH}
+        out.append(fl.to_deployment(name=NAME, **common))
+        if flow_name == "curate-ingest":
+            out.append(fl.to_deployment(
+                name=f"nightly-{NAME}", **common,
+                schedules=[Cron(NIGHTLY_CRON, timezone="UTC", active=nightly)],
+                description="Nightly incremental ingest (the checkpoint skips parsed files)."))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=sorted(_flow_names()),
+                        help="serve this flow (repeatable); default: the three step flows")
+    parser.add_argument("--nightly", action="store_true",
+                        help="serve the nightly ingest schedule active (default: paused)")
+    parser.add_argument("--limit", type=int, default=1,
+                        help="flow runs at once (default 1: the steps use all cores)")
+    args = parser.parse_args(argv)
+    os.chdir(REPO)  # the configs' relative paths are relative to the checkout
+
+    from prefect import serve
+
+    serve(*build_deployments(args.only, args.nightly), limit=args.limit)
+
+
+def _flow_names() -> tuple[str, ...]:
+    return ("curate-flow", "curate-ingest", "curate-profile", "curate-filter")
+
+
+if __name__ == "__main__":
+    if str(REPO) not in sys.path:  # `python deployments/serve.py` from an uninstalled clone
+        sys.path.insert(0, str(REPO))
+    main()
