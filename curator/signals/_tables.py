@@ -32,6 +32,9 @@ ASCII_ALNUM_EXTRA = "\n?!,."
 #: NeMo Curator's ``regex_paren``
 PARENTHESES = "{}⟨⟩[]()"
 ZWNJ_ZWJ = "\u200c\u200d"
+#: NeMo Curator's bullet_list (``bullet_ratio`` runs its line regex only on documents
+#: that have one of these characters)
+BULLETS = "\u2022\u2023\u2043\u204c\u204d\u2219\u25cb\u25cf\u25d8\u25e6\u29be\u29bf"
 
 # property bits
 PY_WS = 1 << 0  # str.isspace()
@@ -45,6 +48,7 @@ LETTER_MARK = 1 << 7  # category L* or M*
 ASCII_ALPHA = 1 << 8  # [a-zA-Z]
 IN_CHARSET = 1 << 9  # in the pack's charset (pack tables only)
 FOLDS = 1 << 10  # a letter with pack.fold(ch) != ch (pack tables only)
+BULLET = 1 << 11  # one of BULLETS
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ def base_bits() -> np.ndarray:
             _set(table, ascii_letters + "0123456789" + ASCII_ALNUM_EXTRA, ASCII_ANP)
             _set(table, "0123456789", DIGIT)
             _set(table, PARENTHESES, PAREN)
+            _set(table, BULLETS, BULLET)
             _set(table, ascii_letters, ASCII_ALPHA)
             _BASE = table
         return _BASE

@@ -18,12 +18,13 @@ import re
 import string
 import unicodedata
 from collections.abc import Callable, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 import polars as pl
 
 from curator.langpack.model import LangPack
+from curator.signals import _prefilter
 from curator.signals import _tables as T
 from curator.signals.registry import REGISTRY
 
@@ -44,7 +45,7 @@ WS_TO_SPACE = f"[{_WS}]{{2,}}|[{_cls(T.PY_WHITESPACE.replace(' ', ''))}]"
 #: a line (``text.split("\n")``) with a non-whitespace character
 NONBLANK_LINE = f"(?m)^[{_WS_NO_NL}]*[^{_WS}]"
 #: Curator's bullet_list, after the line's leading whitespace
-BULLETS = "\u2022\u2023\u2043\u204c\u204d\u2219\u25cb\u25cf\u25d8\u25e6\u29be\u29bf"
+BULLETS = T.BULLETS
 BULLET_LINE = f"(?m)^[{_WS_NO_NL}]*[{_cls(BULLETS)}]"
 #: Curator's end_marks, before the line's trailing whitespace
 END_MARKS = ".?!\"'"
@@ -100,14 +101,21 @@ class _Batch:
     """A batch's NFC texts and the features the scorers share (each computed once)."""
 
     def __init__(self, texts: pl.Series | Sequence[str | None], pack: LangPack | None,
-                 tokenizer: Tokenizer | None) -> None:
+                 tokenizer: Tokenizer | None, uses_chars: bool = False) -> None:
         raw = texts.to_list() if isinstance(texts, pl.Series) else list(texts)
         self.texts: list[str | None] = [_nfc(t) for t in raw]
         self.n = len(self.texts)
         self.null = np.array([t is None for t in self.texts], dtype=bool)
-        self.series = pl.Series("text", self.texts, dtype=pl.String).fill_null("")
+        if (isinstance(texts, pl.Series) and texts.dtype == pl.String
+                and all(a is b for a, b in zip(raw, self.texts, strict=True))):
+            self.series = texts.rename("text").fill_null("")  # already NFC: no copy
+        else:
+            self.series = pl.Series("text", self.texts, dtype=pl.String).fill_null("")
         self.pack = pack
         self.tokenizer = tokenizer
+        #: the character-class counts will be computed anyway (a requested signal needs
+        #: them): signals may use them as a free pre-filter
+        self.uses_chars = uses_chars
 
     # -- characters -------------------------------------------------------------------
     @cached_property
@@ -171,26 +179,70 @@ class _Batch:
     def word_len(self) -> np.ndarray:
         return self.words.str.len_chars().to_numpy().astype(np.int64)
 
-    def per_doc(self, word_values: np.ndarray) -> np.ndarray:
-        """Per document: the sum of a per-word flag (how many words have it) or count."""
-        if word_values.dtype == bool:
-            counts = np.bincount(self.word_doc[word_values], minlength=self.n)
-            return counts.astype(np.float64)
-        return np.bincount(self.word_doc, weights=word_values.astype(np.float64),
-                           minlength=self.n)
+    @cached_property
+    def _vocab(self) -> tuple[np.ndarray, pl.Series]:
+        return _vocabulary(self.words)
+
+    @property
+    def word_code(self) -> np.ndarray:
+        """Per word: its index in :attr:`vocab` (equal words, equal codes)."""
+        return self._vocab[0]
+
+    @property
+    def vocab(self) -> pl.Series:
+        """The batch's distinct words: per-word properties are computed once per
+        distinct word and spread to the words with ``values[word_code]``."""
+        return self._vocab[1]
 
     @cached_property
-    def _stop_flags(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per word: is it a stopword (bit 1), after folding (bit 2); decided per unique word."""
+    def vocab_len(self) -> np.ndarray:
+        return self.vocab.str.len_chars().to_numpy().astype(np.int64)
+
+    @cached_property
+    def _word_ends(self) -> np.ndarray:
+        """Per document: the position after its last word (its words are
+        ``[ends - counts, ends)``)."""
+        return np.cumsum(self.word_counts)
+
+    def per_doc(self, word_values: np.ndarray) -> np.ndarray:
+        """Per document: the sum of a per-word flag (how many words have it) or an
+        integer count, by one cumulative sum over the words."""
+        if word_values.dtype.kind not in "biu":
+            return np.bincount(self.word_doc, weights=word_values.astype(np.float64),
+                               minlength=self.n)
+        csum = np.zeros(len(word_values) + 1, dtype=np.int64)
+        np.cumsum(word_values, dtype=np.int64, out=csum[1:])
+        ends = self._word_ends
+        return (csum[ends] - csum[ends - self.word_counts]).astype(np.float64)
+
+    def per_doc_vocab(self, vocab_flags: np.ndarray) -> np.ndarray:
+        """Per document: how many words have a flag given per distinct word."""
+        return self.per_doc(vocab_flags[self.word_code])
+
+    @cached_property
+    def _stop_flags(self) -> np.ndarray:
+        """Per distinct word: stopword (bit 1), stopword after folding (bit 2)."""
         flags = _stopword_cache(_need_pack(self.pack, "stopword_ratio"))
-        uniq = self.words.unique().to_list()
-        for word in uniq:
-            if word not in flags:
-                flags[word] = flags.decide(word)
-        hit = [w for w in uniq if flags[w] & 1]
-        hit_folded = [w for w in uniq if flags[w] & 2]
-        return (self.words.is_in(pl.Series(hit, dtype=pl.String)).to_numpy(),
-                self.words.is_in(pl.Series(hit_folded, dtype=pl.String)).to_numpy())
+        return flags.for_vocab(self.vocab)
+
+
+def _vocabulary(words: pl.Series) -> tuple[np.ndarray, pl.Series]:
+    """(code of each word, distinct words in code order), by a categorical cast into
+    categories private to this call (one hash pass over the words)."""
+    try:
+        categories = pl.Categories.random()
+    except AttributeError:  # pragma: no cover - polars without Categories
+        vocab = words.unique(maintain_order=True)
+        index = vocab.to_frame("w").with_row_index("i")
+        codes = words.to_frame("w").join(index, on="w", how="left", maintain_order="left")
+        return codes["i"].to_numpy().astype(np.int64), vocab
+    categorical = words.cast(pl.Categorical(categories))
+    # read the categories while the column holding them is alive (they are freed with it)
+    vocab = categories.to_series().cast(pl.String)
+    codes = categorical.to_physical().to_numpy().astype(np.int64)
+    if codes.size and (len(vocab) <= codes.max() or vocab.null_count()):  # pragma: no cover
+        raise RuntimeError("categorical vocabulary does not cover the words")
+    return codes, vocab
 
 
 class _StopwordFlags(dict[str, int]):
@@ -205,6 +257,33 @@ class _StopwordFlags(dict[str, int]):
         self.folded = {pack.fold(w.casefold()) for w in pack.stopwords}
         # folding an ASCII word changes nothing unless the fold map has ASCII keys
         self.ascii_folds = any(k.isascii() for k in pack.fold_map)
+        self._plain = pl.Series(sorted(self.plain), dtype=pl.String).implode()
+        self._folded = pl.Series(sorted(self.folded), dtype=pl.String).implode()
+
+    def for_vocab(self, vocab: pl.Series) -> np.ndarray:
+        """Flags of each distinct word. ASCII words (unless the fold map has ASCII keys)
+        are decided by polars: for them ``casefold`` is ``to_lowercase`` and ``fold``
+        changes nothing; the others one by one in Python, memoised."""
+        out = np.zeros(len(vocab), dtype=np.uint8)
+        rest = np.arange(len(vocab))
+        if not self.ascii_folds and len(vocab):
+            ascii_ = (vocab.str.len_bytes() == vocab.str.len_chars()).to_numpy()
+            idx = np.flatnonzero(ascii_)
+            stripped = vocab.gather(idx).str.to_lowercase().str.strip_chars(ASCII_PUNCTUATION)
+            out[idx] = (stripped.is_in(self._plain).to_numpy().astype(np.uint8)
+                        | stripped.is_in(self._folded).to_numpy().astype(np.uint8) << 1)
+            rest = np.flatnonzero(~ascii_)
+        if rest.size:
+            words = vocab.gather(rest).to_list() if rest.size < len(vocab) else vocab.to_list()
+            decided = []
+            for word in words:
+                flag = self.get(word)
+                if flag is None:
+                    flag = self.decide(word)
+                    self[word] = flag
+                decided.append(flag)
+            out[rest] = decided
+        return out
 
     def decide(self, word: str) -> int:
         if len(self) >= self.LIMIT:
@@ -248,7 +327,14 @@ def _ratio(num: np.ndarray, den: np.ndarray, empty: float = np.nan) -> np.ndarra
 
 
 def _bullet_ratio(b: _Batch) -> np.ndarray:
-    return _ratio(b.matches(BULLET_LINE), b.n_lines)
+    if not b.uses_chars:
+        return _ratio(b.matches(BULLET_LINE), b.n_lines)
+    bullets = np.zeros(b.n, dtype=np.float64)
+    rows = np.flatnonzero(b.count(T.BULLET) > 0)  # only these can have a bullet line
+    if rows.size:
+        lines = b.series.gather(rows).str.count_matches(BULLET_LINE).to_numpy()
+        bullets[rows] = lines
+    return _ratio(bullets, b.n_lines)
 
 
 def _ellipsis(b: _Batch) -> np.ndarray:
@@ -287,14 +373,14 @@ def _numbers_ratio(b: _Batch) -> np.ndarray:
 
 
 def _symbol_to_word(b: _Batch) -> np.ndarray:
-    words = b.words
-    symbol = words.is_in(ELLIPSIS_WORDS).to_numpy()
-    has_hash = words.str.contains("#", literal=True).to_numpy()
+    vocab = b.vocab
+    symbol = vocab.is_in(ELLIPSIS_WORDS).to_numpy()
+    has_hash = vocab.str.contains("#", literal=True).to_numpy()
     if has_hash.any():
         idx = np.flatnonzero(has_hash)
-        runs = words.gather(idx).str.count_matches("#+").to_numpy().astype(np.int64)
-        symbol[idx] |= 2 * runs > b.word_len[idx]  # runs / len > 0.5
-    return _ratio(b.per_doc(symbol), b.word_counts.astype(np.float64))
+        runs = vocab.gather(idx).str.count_matches("#+").to_numpy().astype(np.int64)
+        symbol[idx] |= 2 * runs > b.vocab_len[idx]  # runs / len > 0.5
+    return _ratio(b.per_doc_vocab(symbol), b.word_counts.astype(np.float64))
 
 
 def _max_word_length(b: _Batch) -> np.ndarray:
@@ -302,31 +388,49 @@ def _max_word_length(b: _Batch) -> np.ndarray:
 
 
 def _words_with_alphabets(b: _Batch) -> np.ndarray:
-    alpha = b.words.str.contains(ALPHABETIC).to_numpy()
-    return _ratio(b.per_doc(alpha), b.word_counts.astype(np.float64))
+    alpha = b.vocab.str.contains(ALPHABETIC).to_numpy()
+    return _ratio(b.per_doc_vocab(alpha), b.word_counts.astype(np.float64))
 
 
 def _repeating_duplicate_ngrams(b: _Batch) -> np.ndarray:
     """Curator's n=2 count: characters of words in a repeated bigram, plus one space each."""
     counts = b.word_counts
     out = np.ones(b.n, dtype=np.float64)  # fewer than 2 words: 1.0
-    if b.words.len() >= 2:
-        h = b.words.hash(seed=0x5EED).to_numpy()
-        doc = b.word_doc
-        same = doc[:-1] == doc[1:]  # bigram i = words (i, i+1) of one document
-        key = (h[:-1] * np.uint64(0x9E3779B97F4A7C15)) ^ (h[1:] + np.uint64(0xD6E8FEB86659FD93))
-        key ^= doc[:-1].astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
-        first = pl.Series(key[same]).is_first_distinct().to_numpy()
-        dup = np.zeros(len(same), dtype=bool)
-        dup[np.flatnonzero(same)[~first]] = True
-        covered = np.zeros(len(h), dtype=bool)
+    codes = b.word_code
+    if len(codes) >= 2:
+        # bigram i = words (i, i+1), unless i is the last word of its document
+        last = b._word_ends[counts > 0] - 1
+        dup = _seen_before(b.word_doc[:-1], codes[:-1], codes[1:], len(b.vocab),
+                           last[last < len(codes) - 1])
+        covered = np.zeros(len(codes), dtype=bool)
         covered[:-1] |= dup
         covered[1:] |= dup
-        chars = b.per_doc(np.where(covered, b.word_len, 0)) + b.per_doc(
-            np.append(dup, False))
+        # characters of the covered words + one per duplicate bigram, in one sum
+        chars = b.per_doc(np.where(covered, b.word_len, 0) + np.append(dup, False))
         scored = counts >= 2
         out[scored] = chars[scored] / b.n_chars[scored]
     return out
+
+
+def _seen_before(doc: np.ndarray, first: np.ndarray, second: np.ndarray, n_codes: int,
+                 not_bigrams: np.ndarray) -> np.ndarray:
+    """Per bigram (document, first word code, second word code), in order: whether the
+    same triple occurred at an earlier position; positions ``not_bigrams`` (a document's
+    last word and the next document's first) are never. Exact: the triple is packed into
+    one int64 (or compared as three columns if it does not fit)."""
+    if (int(doc[-1]) + 1) * n_codes * n_codes >= 2**62:  # pragma: no cover - huge batches
+        frame = pl.DataFrame({"d": doc, "a": first, "b": second})
+        seen = ~frame.is_first_distinct().to_numpy()
+        seen[not_bigrams] = False
+        return seen
+    key = (doc * n_codes + first) * n_codes + second
+    key[not_bigrams] = -1 - not_bigrams  # negative and distinct: never seen before
+    order = np.argsort(key)  # not stable: the first occurrence is the group's least position
+    ordered = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    seen = np.ones(len(key), dtype=bool)
+    seen[np.minimum.reduceat(order, starts)] = False
+    return seen
 
 
 def _word_count(b: _Batch) -> np.ndarray:
@@ -367,24 +471,69 @@ def _diacritic_ratio(b: _Batch) -> np.ndarray:
 
 
 def _stopword_ratio(b: _Batch) -> np.ndarray:
-    return _ratio(b.per_doc(b._stop_flags[0]), b.word_counts.astype(np.float64))
+    return _ratio(b.per_doc_vocab((b._stop_flags & 1) > 0), b.word_counts.astype(np.float64))
 
 
 def _stopword_ratio_folded(b: _Batch) -> np.ndarray:
-    return _ratio(b.per_doc(b._stop_flags[1]), b.word_counts.astype(np.float64))
+    return _ratio(b.per_doc_vocab((b._stop_flags & 2) > 0), b.word_counts.astype(np.float64))
 
 
 def _boilerplate_hits(b: _Batch) -> np.ndarray:
+    """Patterns are pre-filtered by required literals (``_prefilter``): first one
+    search for any pattern's literal selects the candidate documents, then each
+    pattern's own literal, then the pattern itself, each on fewer documents."""
     pack = _need_pack(b.pack, "boilerplate_hits")
     hits = np.zeros(b.n, dtype=np.float64)
+    union, filtered = _boilerplate_plan(pack.boilerplate)
+    rows = np.arange(b.n)
+    candidates = b.series
+    if union is not None and b.n:
+        rows = np.flatnonzero(b.series.str.contains(union).to_numpy())
+        candidates = b.series.gather(rows)
     for pattern in pack.boilerplate:
-        try:
-            found = b.series.str.contains(pattern).to_numpy()
-        except pl.exceptions.ComputeError:  # not Rust-regex syntax (look-around, ...)
+        if pattern in filtered:
+            if rows.size:
+                hits[rows] += _contains(candidates, pattern)
+        elif _rust_compiles(pattern):
+            hits += b.series.str.contains(pattern).to_numpy()
+        else:  # not Rust-regex syntax (look-around, ...): Python's re, per document
             rx = re.compile(pattern)
-            found = np.array([rx.search(t or "") is not None for t in b.texts], dtype=bool)
-        hits += found
+            hits += np.array([rx.search(t or "") is not None for t in b.texts], dtype=bool)
     return hits
+
+
+@lru_cache(maxsize=4096)
+def _rust_compiles(pattern: str) -> bool:
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern)
+    except pl.exceptions.ComputeError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=64)
+def _boilerplate_plan(patterns: tuple[str, ...]) -> tuple[str | None, frozenset[str]]:
+    """The patterns run on polars that have a literal pre-filter, and (for two or more)
+    the union of their pre-filters."""
+    filtered = {p: f for p in patterns if _rust_compiles(p)
+                and (f := _prefilter.prefilter(p)) is not None}
+    union = "|".join(sorted(set(filtered.values()))) if len(filtered) >= 2 else None
+    return union, frozenset(filtered)
+
+
+def _contains(series: pl.Series, pattern: str) -> np.ndarray:
+    """``series.str.contains(pattern)``, running the pattern only where its pre-filter
+    (a required literal, :mod:`curator.signals._prefilter`) matches."""
+    literal = _prefilter.prefilter(pattern)
+    if literal is None or not _prefilter.leads_with_optional(pattern):
+        return series.str.contains(pattern).to_numpy()
+    rows = np.flatnonzero(series.str.contains(literal).to_numpy())
+    if rows.size == len(series):
+        return series.str.contains(pattern).to_numpy()
+    found = np.zeros(len(series), dtype=bool)
+    if rows.size:
+        found[rows] = series.gather(rows).str.contains(pattern).to_numpy()
+    return found
 
 
 def _sentence_end_ratio(b: _Batch) -> np.ndarray:
@@ -424,6 +573,12 @@ SCORERS: dict[str, Scorer] = {
     "sentence_end_ratio": _sentence_end_ratio,
 }
 assert set(SCORERS) == set(REGISTRY), sorted(set(SCORERS) ^ set(REGISTRY))
+#: the signals that read the character-class counts (``_Batch.class_counts``)
+CHAR_SIGNALS = frozenset({
+    "parentheses_ratio", "white_space", "unicode_alpha_numeric", "non_alpha_numeric",
+    "numbers_ratio", "mean_word_length", "script_ratio", "latin_ratio",
+    "foreign_script_ratio", "diacritic_ratio",
+})
 
 
 def score_batch(
@@ -442,7 +597,7 @@ def score_batch(
     unknown = [name for name in names if name not in SCORERS]
     if unknown:
         raise KeyError(f"unknown signal(s): {', '.join(unknown)}")
-    batch = _Batch(texts, pack, tokenizer)
+    batch = _Batch(texts, pack, tokenizer, uses_chars=any(n in CHAR_SIGNALS for n in names))
     columns: dict[str, np.ndarray] = {}
     for name in names:
         values = np.asarray(SCORERS[name](batch), dtype=np.float64)

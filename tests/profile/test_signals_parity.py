@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001, RUF003 - multilingual test text on purpose
+# ruff: noqa: RUF001, RUF002, RUF003 - multilingual test text on purpose
 """``score_batch`` against a per-document Python reference on generated documents.
 
 The reference below scores one document at a time, written from the definitions
@@ -10,18 +10,22 @@ as the profile step records a scorer exception.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
 import re
 import string
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
+from curator.langpack.loader import load_langpack
 from curator.langpack.model import LangPack
+from curator.signals import _prefilter
 from curator.signals.registry import REGISTRY
 from curator.signals.scoring import SCORERS, score_batch
 
@@ -269,3 +273,207 @@ def test_batch_split_does_not_change_scores(scores: pl.DataFrame) -> None:
     for name in NAMES:
         np.testing.assert_allclose(joined[name].to_numpy(), scores[name].to_numpy(),
                                    rtol=0, atol=1e-12, equal_nan=True)
+
+
+# -- the fast paths against their plain versions ----------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _examples(lang: str) -> list[tuple[str, str]]:
+    """(pattern, the "# e.g.:" line its pack gives as a text it must match)."""
+    lines = (REPO / "langpacks" / lang / "boilerplate.txt").read_text(encoding="utf-8")
+    out, example = [], None
+    for line in lines.splitlines():
+        if line.startswith("# e.g.:"):
+            example = line[len("# e.g.:"):].strip()
+        elif line.strip() and not line.startswith("#"):
+            assert example is not None, line
+            out.append((line, example))
+            example = None
+    return out
+
+
+def _variants(example: str, rng: random.Random) -> list[str]:
+    """The example in other cases, with Unicode case-fold twins (ſ for s, K for k),
+    embedded in other text, cut short, or with its first optional-looking word dropped."""
+    words = example.split()
+    out = [example, example.upper(), example.lower(), example.swapcase(),
+           example.replace("s", "\u017f").replace("k", "\u212a"),
+           example.replace("S", "\u017f").replace("K", "\u212a"),
+           "Intro — привет 😀 " + example + " ¶ end", "x" + example + "x",
+           example[: len(example) // 2], example[1:], example.replace(" ", "  "),
+           " ".join(words[1:]), " ".join(words[:-1]), "\n".join(words)]
+    noisy = [w if rng.random() < 0.7 else w.upper() for w in words]
+    out.append(" ".join(noisy))
+    return out
+
+
+def _plain_hits(texts: list[str], patterns: tuple[str, ...]) -> np.ndarray:
+    """Boilerplate hits by running every pattern on every text (no pre-filters)."""
+    series = pl.Series(texts, dtype=pl.String)
+    hits = np.zeros(len(texts))
+    for pattern in patterns:
+        try:
+            hits += series.str.contains(pattern).to_numpy()
+        except pl.exceptions.ComputeError:
+            hits += [re.search(pattern, t) is not None for t in texts]
+    return hits
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_boilerplate_prefilter_matches_plain_regexes(lang: str) -> None:
+    pack = load_langpack(REPO / "langpacks", lang)
+    examples = _examples(lang)
+    assert [p for p, _ in examples] == list(pack.boilerplate)
+    rng = random.Random(7)
+    texts = [v for _, ex in examples for v in _variants(ex, rng)]
+    texts += [" … ".join(ex for _, ex in examples), "", "no boilerplate here", *DOCS[:50]]
+    texts = [unicodedata.normalize("NFC", t) for t in texts if t is not None]
+    got = score_batch(texts, ["boilerplate_hits"], pack)["boilerplate_hits"].to_numpy()
+    want = _plain_hits(texts, pack.boilerplate)
+    np.testing.assert_array_equal(got, want)
+    # every pattern is hit by its own example, alone
+    for pattern, example in examples:
+        single = dataclasses.replace(pack, boilerplate=(pattern,))
+        assert score_batch([example], ["boilerplate_hits"], single)[0, 0] == 1.0, pattern
+    # each shipped pattern has a pre-filter, and the slow ones (optional lead) use it
+    assert all(_prefilter.prefilter(p) is not None for p in pack.boilerplate)
+
+
+def test_boilerplate_prefilter_mixed_patterns() -> None:
+    """Pre-filtered, literal-free, Python-only (look-behind) and repeated patterns."""
+    patterns = (r"(?i)\b(?:please )?(?:enable|turn on) javascript\b", r"\d{4}-\d\d-\d\d",
+                r"(?<=@)example\.com", r"(?i)\bclick here\b", r"(?i)\bclick here\b",
+                r"Case(?i:Less)Word", r"(?i)(?:©|\(c\)|\bcopyright)\s*(?:19|20)\d\d\b",
+                r"(?i)ꙋ", "(?i)[a-c]+x+")
+    pack = dataclasses.replace(PACK, boilerplate=patterns)
+    texts = ["Please ENABLE JavaScript", "turn on javascripts", "TURN ON JAVA\u017fCRIPT",
+             "2024-01-02 at a@example.com", "CLICK here", "CaseLESSWord", "caseLessWord",
+             "CaseLessword", "© 2019", "(C)1999", "copyright2020", "ꙊꙋabcX", "", "xx",
+             *[d for d in DOCS if d is not None]]
+    texts = [unicodedata.normalize("NFC", t) for t in texts]
+    got = score_batch(texts, ["boilerplate_hits"], pack)["boilerplate_hits"].to_numpy()
+    np.testing.assert_array_equal(got, _plain_hits(texts, patterns))
+    assert got[0] == 1.0 and got[4] == 2.0 and got[5] == 1.0 and got[6] == 0.0
+
+
+@pytest.mark.parametrize(("pattern", "literals"), [
+    (r"(?i)\b(?:please )?(?:enable|turn on) javascript\b", {" javascript"}),
+    (r"(?i)(?:©|\(c\)|\bcopyright)\s*(?:19|20)\d\d\b", {"©", "(c)", "copyright"}),
+    (r"ab+c", {"a"}), (r"x(?:abc)+y", {"abc"}), (r"(?:ab|cd)?ef", {"ef"}),
+    (r"\d{4}\s\d\d", None), (r"(?:ab|c*)", None), (r"(?x) a b c", None), (r"[", None),
+])
+def test_required_literals(pattern: str, literals: set[str] | None) -> None:
+    got = _prefilter.required_literals(pattern)
+    if literals is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert {"".join(chr(cp) for cp, _ in f) for f in got} == literals
+
+
+def test_required_literals_keep_case_flags() -> None:
+    (factor,) = _prefilter.required_literals(r"ab(?i:cd)ef")
+    assert [icase for _, icase in factor] == [False, False]  # "ab" (groups end runs)
+    got = _prefilter.required_literals(r"(?i)ab(?-i:cdef)")
+    assert got == {tuple((ord(c), False) for c in "cdef")}
+
+
+def test_bullet_prefilter_by_character_class_counts() -> None:
+    """bullet_ratio alone (line regex on every text) = with character signals (regex only
+    on texts whose class counts show a bullet)."""
+    alone = score_batch(DOCS, ["bullet_ratio"], PACK)["bullet_ratio"].to_numpy()
+    both = score_batch(DOCS, ["bullet_ratio", "white_space"], PACK)["bullet_ratio"].to_numpy()
+    np.testing.assert_array_equal(np.isnan(alone), np.isnan(both))
+    np.testing.assert_array_equal(alone[~np.isnan(alone)], both[~np.isnan(both)])
+
+
+@pytest.mark.parametrize("name", ["stopword_ratio", "stopword_ratio_folded"])
+def test_stopwords_with_an_ascii_fold_map(name: str) -> None:
+    """A fold map with ASCII keys sends every word through the Python decision."""
+    pack = dataclasses.replace(
+        PACK, pack_id="ascii-fold", fold_map={**PACK.fold_map, "x": "the", "Q": "и"},
+        stopwords=frozenset({*PACK.stopwords, "thé", "naïve", "’s"}))
+    docs = [*DOCS, "x Q q X thé THE naive Naïve ’s", "ＴＨＥ ﬁ ß STRASSE"]
+    got = score_batch(docs, [name], pack)[name].to_numpy()
+    want = np.array([reference(name, d, pack) for d in docs])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_word_vocabulary_codes() -> None:
+    from curator.signals.scoring import _vocabulary
+
+    words = pl.Series(["b", "a", "b", "", "ä", "a"], dtype=pl.String)
+    codes, vocab = _vocabulary(words)
+    assert vocab.gather(codes).to_list() == words.to_list()
+    assert len(vocab) == 4 and vocab.null_count() == 0
+    codes, vocab = _vocabulary(pl.Series([], dtype=pl.String))
+    assert len(codes) == 0
+
+
+def test_duplicate_bigrams_do_not_cross_documents() -> None:
+    """Bigrams are compared as (document, word, word) exactly: the pair formed by one
+    document's last word and the next one's first is not a bigram."""
+    docs = ["a b", "b a b", "c", "", None, "a b a b", "b a"]
+    got = score_batch(docs, ["repeating_duplicate_ngrams"], PACK)
+    want = [reference("repeating_duplicate_ngrams", d, PACK) for d in docs]
+    np.testing.assert_allclose(got["repeating_duplicate_ngrams"].to_numpy(), want,
+                               rtol=0, atol=1e-12, equal_nan=True)
+
+
+# -- boilerplate pre-filter: near misses, and patterns that get none -------------------
+# Texts that contain a pattern's required literal without (necessarily) matching it, the
+# examples inside long documents, next to non-ASCII text (Unicode \b), split over lines,
+# with NBSP, in NFD: pre-filtered counts = plain polars counts = Python ``re`` counts.
+
+FILLER = ("Ordinary prose about gardens, “quoted” words — and the odd café; "
+          "обычный текст тоже. ")
+
+
+def _pack_examples(lang: str) -> list[tuple[str, str]]:
+    """(pattern, its ``# e.g.:`` example) for every pattern of ``langpacks/<lang>``."""
+    lines = (Path(__file__).resolve().parents[2] / "langpacks" / lang / "boilerplate.txt"
+             ).read_text(encoding="utf-8").splitlines()
+    return [(line.strip(), prev.removeprefix("# e.g.: "))
+            for prev, line in itertools.pairwise(lines)
+            if line.strip() and not line.startswith("#")]
+
+
+def _near_misses(pattern: str) -> list[str]:
+    texts = []
+    for factor in _prefilter.required_literals(pattern) or ():
+        lit = "".join(chr(cp) for cp, _ in factor)
+        texts += [lit, f"x{lit}y", f"{FILLER}{lit.upper()}{FILLER}", f"«{lit}»\n{lit}s"]
+    return texts
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_boilerplate_prefilter_near_misses(lang: str) -> None:
+    pack = load_langpack(Path(__file__).resolve().parents[2] / "langpacks", lang)
+    docs: list[str | None] = [None, "", FILLER]
+    for pattern, example in _pack_examples(lang):
+        docs += [example, f"“{example}” {FILLER * 3}",
+                 f"{FILLER * 20}\n{example}\n{FILLER * 20}", "x" + example,
+                 example.replace(" ", "\n", 1), example.replace(" ", "\u00a0", 1),
+                 unicodedata.normalize("NFD", example + " é"), *_near_misses(pattern)]
+    got = score_batch(docs, ["boilerplate_hits"], pack)["boilerplate_hits"].to_numpy()
+    present = np.array([d is not None for d in docs])
+    nfc = [unicodedata.normalize("NFC", d) for d in docs if d is not None]
+    python = np.array([reference("boilerplate_hits", d, pack) for d in nfc])
+    np.testing.assert_array_equal(got[present], python)
+    series = pl.Series(nfc, dtype=pl.String)
+    plain = sum(series.str.contains(p).to_numpy().astype(float) for p in pack.boilerplate)
+    np.testing.assert_array_equal(got[present], plain)
+    assert np.isnan(got[~present]).all() and (got[present] > 0).sum() > len(pack.boilerplate)
+
+
+@pytest.mark.parametrize("pattern", [
+    r"a\<bcd", r"abc\>d", r"\b{start}abcd", r"\B{end}abcd",  # Rust assertions, Python literals
+    r"[[:alpha:]]xyz", r"[a--b]cde", r"[a&&b]cde",  # Rust classes, Python literals ("]xyz")
+    r"(?x) a b c d", r"ab(c", r"\p{L}abcd",  # verbose, invalid in Python
+])
+def test_no_prefilter_where_rust_may_read_the_pattern_otherwise(pattern: str) -> None:
+    assert _prefilter.prefilter(pattern) is None
+    assert not _prefilter.leads_with_optional(pattern)
+    assert _prefilter.prefilter(r"\\<abcd") is not None  # an escaped backslash, then "<"
