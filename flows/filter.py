@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ def filter_flow(
     ``overrides`` are ``key=value`` strings as for ``--set``. Returns the run manifest."""
     cfg = step_config(FilterConfig, config, overrides)
     logger = get_run_logger()
+    started = time.time()
     executor = step_executor(cfg)
     logger.info("filter of %s into %s on %s", cfg.input_glob, cfg.output_dir,
                 executor.describe())
@@ -36,10 +38,12 @@ def filter_flow(
         with executor, engine_logs_to_prefect():
             return run_filter(cfg, executor, on_progress=PhaseProgress("filter"))
     finally:
-        _publish(cfg)
+        _publish(cfg, started)
 
 
-def _publish(cfg: FilterConfig) -> None:
+def _publish(cfg: FilterConfig, since: float) -> None:
+    """The run's manifest and ledger as tables; files an earlier run left (a refusal
+    before the output was touched writes none) are not this run's and are skipped."""
     out = Path(cfg.output_dir)
     for name, key, rows in (
         (cfg.emit_manifest, "filter-manifest", _manifest_rows),
@@ -48,7 +52,7 @@ def _publish(cfg: FilterConfig) -> None:
         if name is None:
             continue
         path = Path(name) if Path(name).is_absolute() else out / name
-        if path.is_file():
+        if path.is_file() and path.stat().st_mtime >= since - 0.01:  # coarse fs clock
             data = json.loads(path.read_text(encoding="utf-8"))
             create_table_artifact(table=rows(data), key=key,
                                   description=f"curate filter: {path.name}")

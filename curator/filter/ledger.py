@@ -90,4 +90,10 @@ def load_ledger(path: str | Path) -> dict[str, Any]:
             f"ledger {path}: stored fields disagree with their derivation: "
             + ", ".join(f"{k} stored {a!r}, derived {b!r}" for k, (a, b) in wrong.items()),
         )
+    if not derived["balanced"]:  # consistent derived fields, but the invariant fails
+        raise CuratorError(
+            "ledger_invalid",
+            f"ledger {path}: n_input {ledger['n_input']} != n_accounted "
+            f"{derived['n_accounted']} (success + filtered + failed + quarantined)",
+        )
     return ledger

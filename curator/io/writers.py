@@ -106,6 +106,17 @@ def _clear_stale_temps(directory: Path, done: set[Path]) -> None:
                 Path(entry.path).unlink(missing_ok=True)
 
 
+def clear_stale_temps(*roots: str | os.PathLike[str]) -> None:
+    """Remove what dead writers left anywhere under ``roots`` (each folder of each tree):
+    for stages that write through :func:`atomic_file` rather than a writer sink, which
+    a rerun after a kill must clear before it starts."""
+    seen: set[Path] = set()
+    for root in (Path(r) for r in roots):
+        if root.is_dir():
+            for folder in (root, *(p for p in root.rglob("*") if p.is_dir())):
+                _clear_stale_temps(folder, seen)
+
+
 @dataclass
 class _FileWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
     """A sink writing one file per batch, named from its source id, atomically."""

@@ -28,24 +28,29 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
+from curator.checkpoint import METADATA_DIRNAME
 from curator.config import StepConfig, TokenizerRef
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.langid import FastTextLangId
 from curator.filter.ledger import build_ledger
-from curator.filter.stage import FilterStage, RecordSpec, shard_name
+from curator.filter.stage import FilterStage, RecordSpec, shard_name, source_of
+from curator.io.lines import iter_lines
 from curator.io.partitioning import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
     FilePartitioningStage,
     resolve_input_files,
 )
+from curator.io.writers import clear_stale_temps
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
+from curator.pipeline import PipelineResult
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.profile.passes import DocumentSpec, PopulationStage, merge_populations
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
@@ -139,6 +144,7 @@ def run_filter(
                 write_json_atomic(ledger_path, ledger)
             if manifest_path is not None:  # last: its completed_at marks success
                 write_json_atomic(manifest_path, manifest)
+    run.cleanup()
     return manifest
 
 
@@ -179,9 +185,13 @@ class _Run:
         partitions = FilePartitioningStage(file_paths=self.files, blocksize=cfg.partition_size)
         sids = partition_ids(partitions)
         work = self.out / WORK_DIR
-        resuming = prepare_work(work, self.ckpt_root, self.config_hash())
-        self._check_output(resuming)
+        digest = self.config_hash()
+        # refuse a stale output dir before prepare_work, which would wipe another
+        # configuration's checkpoint and leave a work dir behind in a refused run
+        self._check_output(_resumable(work, self.ckpt_root, digest))
+        prepare_work(work, self.ckpt_root, digest)
         self.touched_output = True
+        clear_stale_temps(self.out, self.rejected)  # a killed run's half-written files
 
         if self.policy is not None:  # 2. the fingerprint, before any threshold
             spec = DocumentSpec(text_field=cfg.text_field, id_field=cfg.id_field,
@@ -217,15 +227,38 @@ class _Run:
             raise CuratorError("filter_count_mismatch",
                                f"shards hold {written} records but {self.stats.get('filter.kept')}"
                                " were kept")
+        self._after_checks()  # a refused output is not a completed run: no completed_at
         self.completed = True
-        shutil.rmtree(work, ignore_errors=True)
+
+    def cleanup(self) -> None:
+        """Drop the work files and the checkpoint of a completed run, once its artifacts
+        are written: a run killed before that still resumes (instead of meeting its own
+        shards as stale output, without a manifest)."""
+        shutil.rmtree(self.out / WORK_DIR, ignore_errors=True)
         if self.ckpt_root is not None:
             shutil.rmtree(self.ckpt_root, ignore_errors=True)
-        self._after_checks()
 
     def _phase(self, name: str, partitions: FilePartitioningStage, stage: Any) -> Any:
-        return run_phase(name, partitions, stage, self.executor, self.ckpt_root,
-                         self.on_progress, "filter")
+        try:
+            return run_phase(name, partitions, stage, self.executor, self.ckpt_root,
+                             self.on_progress, "filter")
+        except CuratorError as exc:  # keep what the completed partitions counted
+            partial = exc.details.get("result")
+            if name == "filter" and isinstance(partial, PipelineResult):
+                self.stats = partial.stats
+            cause = exc.__cause__
+            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
+                # the partition's own refusal (e.g. metadata_field_absent_from_some_records)
+                # is what the user can act on; keep the engine's message (resume hint)
+                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
+            raise
+
+    def _count_input(self) -> int:
+        """Records (non-blank lines) of the input files: a failed run's ``n_input``."""
+        try:
+            return sum(1 for f in self.files for _ in iter_lines(f, None))
+        except OSError:
+            return 0
 
     # -- refusals ----------------------------------------------------------------------
     def _check_config(self) -> None:
@@ -256,13 +289,17 @@ class _Run:
             )
 
     def _check_output(self, resuming: bool) -> None:
-        stale = sorted(p.name for p in self.out.glob("*.jsonl")) if self.out.is_dir() else []
+        # rejection files count too: an earlier run's would answer "why is it missing"
+        # for records this run keeps
+        stale = [str(p) for d in (self.out, self.rejected) if d.is_dir()
+                 for p in sorted(d.glob("*.jsonl"))]
         if stale and not resuming:
             raise CuratorError(
                 "stale_filter_output",
-                f"output_dir {self.out} already holds {len(stale)} JSONL files "
-                f"({', '.join(stale[:3])}...): choose an empty output_dir or remove them "
-                "(a run is resumed only with the same checkpoint_path and config)",
+                f"output_dir {self.out} (or rejected_dir {self.rejected}) already holds "
+                f"{len(stale)} JSONL files ({', '.join(stale[:3])}...): choose an empty "
+                "output_dir or remove them (a run is resumed only with the same "
+                "checkpoint_path and config)",
             )
 
     def _load_policy(self) -> None:
@@ -357,6 +394,21 @@ class _Run:
                 rows += chunk.count(b"\n")
         return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}
 
+    def _shards_on_disk(self) -> list[dict[str, Any]]:
+        found = (p.stem[len("part_"):] for p in self.out.glob("part_*.jsonl"))
+        indices = sorted(int(i) for i in found if i.isdigit())
+        return [s for s in (self._shard(i) for i in indices) if s is not None]
+
+    def _sources_on_disk(self, shards: list[dict[str, Any]]) -> dict[str, int]:
+        """Kept records per source, counted from the shards (a failed run's manifest)."""
+        counts: dict[str, int] = {}
+        field = self.config.source_field
+        for shard in shards:
+            for _, line in iter_lines(str(self.out / shard["name"]), None):
+                key = source_of(orjson.loads(line), field)
+                counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items()))
+
     def _counts(self) -> dict[str, Any]:
         st = self.stats
 
@@ -364,7 +416,10 @@ class _Run:
             p = f"filter.{prefix}."
             return {k[len(p):]: int(v) for k, v in sorted(st.items()) if k.startswith(p)}
 
-        return {"input": int(st.get("filter.input", 0)), "kept": int(st.get("filter.kept", 0)),
+        n_input = int(st.get("filter.input", 0))
+        if not self.completed:  # partitions that never finished are counted from the files
+            n_input = max(n_input, self._count_input())
+        return {"input": n_input, "kept": int(st.get("filter.kept", 0)),
                 "filtered": group("filtered"), "failed": group("failed"),
                 "source_in": group("source_in"), "source_out": group("source_out")}
 
@@ -373,8 +428,13 @@ class _Run:
         cfg = self.config
         failed_units = [{"unit": f"records:{reason}", "reason": reason, "records": n}
                         for reason, n in c["failed"].items()]
-        n_success = c["kept"]
+        # a failed run's output is what its completed partitions left on disk: a partition
+        # may finish its shard after the failure was seen, before its stats were merged
+        shards = self.shards if self.completed else self._shards_on_disk()
+        n_success = c["kept"] if self.completed else sum(s["rows"] for s in shards)
         if not self.completed:
+            if cfg.source_field is not None:
+                c["source_out"] = self._sources_on_disk(shards)
             lost = c["input"] - n_success - sum(c["filtered"].values()) - \
                 sum(c["failed"].values())
             failed_units.append({"unit": str(self.out), "reason": self._error_id(),
@@ -401,10 +461,10 @@ class _Run:
             "input": {"glob": cfg.input_glob, "file_count": len(self.files),
                       "row_count": c["input"],
                       "unparsable_rows": sum(c["failed"].values())},
-            "output": {"file_count": len(self.shards),
-                       "row_count": sum(s["rows"] for s in self.shards),
+            "output": {"file_count": len(shards),
+                       "row_count": sum(s["rows"] for s in shards),
                        "id_field": cfg.id_field, "source_field": cfg.source_field,
-                       "shards": self.shards},
+                       "shards": shards},
             "declared": {
                 "attribution": "declared",
                 "rows_absent_from_output": c["input"] - n_success,
@@ -448,6 +508,13 @@ class _Run:
         if self.config.mode == "annotate":
             note = "mode annotate: scores written as __<signal> columns, nothing removed by them"
         return self.policy.status, applied, note
+
+
+def _resumable(work: Path, ckpt_root: Path | None, digest: str) -> bool:
+    """Whether :func:`prepare_work` will resume (the same test, without its side effects)."""
+    marker = work / "config_hash"
+    return (ckpt_root is not None and marker.is_file() and marker.read_text() == digest
+            and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
 
 
 def _runtime_dependencies(model: FastTextLangId | None) -> dict[str, str]:
