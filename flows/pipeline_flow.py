@@ -31,7 +31,7 @@ from curator.flow.plan import (
     load_flow_config,
     mark_done,
     plan_flow,
-    set_policy_extra,
+    set_extra,
     step_is_done,
 )
 from flows.filter import filter_flow
@@ -82,7 +82,7 @@ def curate_flow(config: str | dict[str, Any], plan: bool = False) -> dict[str, A
             if not step.enabled:
                 report.step(step, "disabled")
                 continue
-            set_policy_extra(step)
+            set_extra(step)
             if step_is_done(step):
                 logger.info("%s: artifacts complete for this config: skipped", step.step_id)
                 report.step(step, "skipped", notes=["artifacts complete for this config"])

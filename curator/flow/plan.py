@@ -19,12 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from curator.artifacts import canonical_digest, file_digest
 from curator.config import ExecutionConfig
 from curator.errors import CuratorError
-from curator.io.partitioning import resolve_input_files
+from curator.io.partitioning import COMPRESSED_SUFFIXES, JSONL_EXTENSIONS, resolve_input_files
 
 ORDER = ("ingest", "profile", "filter", "audit", "decontamination", "subset")
 AVAILABLE = ("ingest", "profile", "filter")
 STEP_IDS = {name: f"curate/{name}" for name in ORDER}
 MARKER = ".curate_flow_step.json"
+#: what profile and filter read without ingest: JSONL, also compressed
+_JSONL_NAMES = tuple(e + c for e in JSONL_EXTENSIONS for c in ("", *COMPRESSED_SUFFIXES))
 
 
 class Corpus(BaseModel):
@@ -172,8 +174,7 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
                 f"corpus.input {corpus.input!r} matches no files{missing} (relative paths "
                 f"are resolved from the working directory {Path.cwd()})",
             ))
-        elif not ingest_on and not any(f.lower().endswith((".jsonl", ".json", ".ndjson"))
-                                       for f in files):
+        elif not ingest_on and not any(f.lower().endswith(_JSONL_NAMES) for f in files):
             problems.append(("input_has_nothing_readable",
                              "with ingest off, corpus.input must hold JSONL files"))
 
@@ -254,7 +255,8 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
                 problems.append(("approval_missing_approver", "approve.approver is empty"))
             if not approve.evidence.strip():
                 problems.append(("approval_missing_evidence", "approve.evidence is empty"))
-        elif "profile" not in enabled and not Path(plan.artifacts["candidates"]).is_file():
+        elif "profile" not in enabled and \
+                not Path(approve.from_ or plan.artifacts["candidates"]).is_file():
             problems.append(("approve_before_profile",
                              "interactive approval needs a profile: enable steps.profile"))
         hf.setdefault("approved_policy", plan.artifacts["approved_policy"])
@@ -272,10 +274,16 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
             problems.append(("incomplete_word_filter",
                              "steps.filter.quality_filters: min_words and max_words go "
                              "together"))
+        elif "min_words" in q and hf.get("approved_policy") and hf.get("langpack_dir") \
+                and corpus.language and _lacks_words(hf["langpack_dir"], corpus.language):
+            problems.append(("incomplete_word_filter",
+                             "steps.filter.quality_filters: min_words/max_words need word "
+                             f"segmentation, which pack {corpus.language!r} in "
+                             f"{hf['langpack_dir']} does not declare"))
         if not hf.get("approved_policy"):
             warnings.append("the filter has no policy: only the language and word gates apply")
         out = Path(filt.config["output_dir"])
-        set_policy_extra(filt)  # a finished filter's marker hashes its policy's bytes too
+        set_extra(filt)  # a finished filter's marker hashes its inputs and policy too
         done = step_is_done(filt)
         if out.is_dir() and any(out.glob("*.jsonl")) and not done and \
                 not _resumable(filt):
@@ -289,11 +297,43 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
                              f"{key} needs corpus.input or ingest"))
 
 
-def set_policy_extra(step: StepPlan) -> None:
-    """A filter's done-ness depends on its policy's bytes, not only on its config."""
+def _lacks_words(langpack_dir: str, language: str) -> bool:
+    """Whether the pack the filter will load declares no word segmentation (a pack that
+    does not load is left for the step to report)."""
+    from curator.langpack.loader import load_langpack
+
+    try:
+        pack = load_langpack(langpack_dir, language)
+    except CuratorError:
+        return False
+    return not pack.supports("word_segmentation")
+
+
+def set_extra(step: StepPlan) -> None:
+    """What a step's result depends on besides its config: the files it reads (path,
+    size, mtime: a raw file that arrived later, or shards an upstream step rewrote, make
+    it not done) and, for the filter, its policy's bytes."""
+    source = step.config.get("input" if step.key == "ingest" else "input_glob")
+    try:
+        files = resolve_input_files(source) if source else []
+    except CuratorError:
+        files = []
+    out = Path(step.output_dir).resolve() if step.output_dir else None
+    inputs = []
+    for name in files:
+        path = Path(name)
+        if out is not None and path.is_relative_to(out):
+            continue  # the step's own output is not its input
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        inputs.append([name, st.st_size, st.st_mtime_ns])
+    extra: dict[str, Any] = {"inputs": inputs}
     if step.key == "filter":
         policy = (step.config.get("heuristic_filters") or {}).get("approved_policy")
-        step.extra = file_digest(policy) if policy and Path(policy).is_file() else None
+        extra["policy"] = file_digest(policy) if policy and Path(policy).is_file() else None
+    step.extra = canonical_digest(extra)
 
 
 def _resumable(step: StepPlan) -> bool:

@@ -84,10 +84,17 @@ def test_rerun_after_sigkill_in_the_filter_step(tmp_path: Path, prefect_api: str
             time.sleep(0.005)
         cli.kill_group()
         assert cli.wait(30) == -signal.SIGKILL
+        cli.wait_group_gone(60)
     done = len(list(corpus.glob("part_*.jsonl")))
     assert 4 <= done < total, f"{done} of {total} shards written: not cut midway"
     assert not (corpus / "run_manifest.json").exists()
     assert not (corpus / ".curate_flow_step.json").exists()
+    # what a writer killed mid-write leaves (the killed process's pid is dead): the
+    # rerun must clear it, wherever the kill happened to land
+    dead = cli.popen.pid
+    for folder in (corpus, corpus / "rejected"):
+        folder.mkdir(exist_ok=True)
+        (folder / f".part_0.jsonl.tmp-{dead}").write_text('{"text": "half a rec')
 
     with FlowCli(path, tmp_path / "logs", "resumed") as cli:
         code = cli.wait(240)

@@ -221,3 +221,29 @@ def test_a_failing_step_in_process_raises_its_error(
     assert failed["step_id"] == "curate/profile"
     assert failed["error"]["error_id"] == info.value.error_id == report["error"]["error_id"]
     assert statuses(report).get("curate/filter") in (None, "disabled")
+
+
+def test_a_raw_file_that_arrives_later_reruns_ingest_and_what_reads_it(
+    raw: Path, tmp_path: Path, prefect_api: str
+) -> None:
+    """The nightly case: the same config over a folder that gained a file is not done."""
+    from flows.pipeline_flow import curate_flow
+
+    mine = tmp_path / "raw"
+    shutil.copytree(raw, mine)
+    root = tmp_path / "out"
+    config = base_config(mine, root)
+    assert statuses(curate_flow(config))["curate/profile"] == "ok"
+    kept = len(shard_records(root / "ingested"))
+    again = curate_flow(config)  # nothing new: both steps done
+    assert statuses(again)["curate/ingest"] == statuses(again)["curate/profile"] == "skipped"
+    profiled = _mtimes(root / "profile")
+
+    more = demo_corpus(tmp_path / "more", docs=60, seed=99)
+    shutil.copy(more / "segment-00.jsonl", mine / "arrived-later.jsonl")
+    report = curate_flow(config)
+    assert report["status"] == "ok", report.get("error")
+    assert statuses(report)["curate/ingest"] == "ok"
+    assert statuses(report)["curate/profile"] == "ok"  # its input changed too
+    assert len(shard_records(root / "ingested")) > kept
+    assert _mtimes(root / "profile") != profiled

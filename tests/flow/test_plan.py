@@ -3,6 +3,7 @@ which reports every problem of a config at once."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +203,60 @@ def test_a_missing_input_path_is_reported_once_with_the_working_directory(
     assert ids == ["input_matched_no_files"], ids
     assert str(Path.cwd()) in plan["problems"][0]["message"]
     assert [p["error_id"] for p in exc.details["problems"]] == ids
+
+
+def test_compressed_jsonl_is_readable_without_ingest(
+    raw: Path, tmp_path: Path, prefect_api: str
+) -> None:
+    from flows.pipeline_flow import curate_flow
+
+    gz = sorted(raw.glob("*.jsonl.gz"))
+    assert gz, "the demo corpus has a gzip segment"
+    root = tmp_path / "out"
+    config = base_config(gz[0], root, ingest=False)
+    plan = curate_flow(config, plan=True)
+    assert plan["problems"] == []
+    profile = next(s for s in plan["steps"] if s["key"] == "profile")["config"]
+    assert profile["input_glob"] == str(gz[0])
+
+
+def test_word_bounds_with_a_pack_without_word_segmentation(
+    raw: Path, tmp_path: Path, prefect_api: str
+) -> None:
+    packs = tmp_path / "packs"
+    shutil.copytree(Path(LANGPACKS) / "en", packs / "en")
+    manifest = packs / "en" / "pack.toml"
+    text = manifest.read_text(encoding="utf-8")
+    assert '  "word_segmentation",\n' in text
+    manifest.write_text(text.replace('  "word_segmentation",\n', ""), encoding="utf-8")
+    root = tmp_path / "out"
+    candidate = root / "profile" / "candidate_policies.yaml"
+    candidate.parent.mkdir(parents=True)
+    candidate.write_text("placeholder: the plan only checks that it exists\n")
+    config = base_config(raw, root, ingest=False, profile=False, filt=True, approve=APPROVE)
+    config["corpus"]["langpack_dir"] = str(packs)
+    _, plan = _preflight(config)  # the filter would refuse only after the earlier steps
+    assert problem_ids(plan) == {"incomplete_word_filter"}
+    assert "word segmentation" in plan["problems"][0]["message"]
+
+    del config["steps"]["filter"]["quality_filters"]["min_words"]
+    del config["steps"]["filter"]["quality_filters"]["max_words"]
+    from flows.pipeline_flow import curate_flow
+
+    assert curate_flow(config, plan=True)["problems"] == []
+
+
+def test_interactive_approval_of_a_candidate_named_by_from(
+    raw: Path, tmp_path: Path, prefect_api: str
+) -> None:
+    from flows.pipeline_flow import curate_flow
+
+    candidate = tmp_path / "elsewhere" / "candidate_policies.yaml"
+    candidate.parent.mkdir()
+    candidate.write_text("placeholder: the plan only checks that it exists\n")
+    config = base_config(raw, tmp_path / "out", ingest=False, profile=False, filt=True,
+                         approve={"interactive": True, "from": str(candidate)})
+    assert curate_flow(config, plan=True)["problems"] == []
+    candidate.unlink()
+    _, plan = _preflight(config)
+    assert problem_ids(plan) == {"approve_before_profile"}
