@@ -35,3 +35,13 @@ class CuratorError(Exception):
     @property
     def exit_code(self) -> int:
         return EXIT_CODES.get(self.error_id, 2)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # keyword details do not survive Exception's default pickling, and a process
+        # pool that cannot unpickle a worker's exception breaks, losing its partitions
+        return (_rebuild, (type(self), self.error_id, self.message, self.details))
+
+
+def _rebuild(cls: type[CuratorError], error_id: str, message: str,
+             details: dict[str, object]) -> CuratorError:
+    return cls(error_id, message, **details)

@@ -28,19 +28,6 @@ class RecordSpec:
     metadata_fields: tuple[str, ...] = ()  # empty: records are kept whole
 
 
-class WorkerError(CuratorError):
-    """A :class:`CuratorError` raised inside an executor worker. It must survive pickling:
-    an exception a process pool cannot unpickle breaks the pool, and every partition in
-    flight is lost with it (and the error id with them)."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_worker_error, (self.error_id, self.message, self.details))
-
-
-def _worker_error(error_id: str, message: str, details: dict[str, Any]) -> WorkerError:
-    return WorkerError(error_id, message, **details)
-
-
 def source_of(record: dict, field: str | None) -> str:
     """The per-source key of ``record``: its source field as a string, or the missing mark."""
     value = None if field is None else record.get(field)
@@ -156,7 +143,7 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                     *fields]
             absent = [f for f in fields if f not in record]
             if absent:
-                raise WorkerError(
+                raise CuratorError(
                     "metadata_field_absent_from_some_records",
                     f"metadata_fields {absent} are absent from record "
                     f"{record.get(self.records.id_field or 'id')!r}: list only fields every "

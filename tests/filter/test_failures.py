@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from curator.errors import CuratorError
-from curator.filter.stage import WorkerError
 from curator.steps.filter import FilterConfig, run_filter
 from executors import make_executor
 from tests.filter._support import (
@@ -37,12 +36,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"records": records, "inp": write_shards(root / "in", records, shards=2)}
 
 
-def test_a_worker_error_survives_pickling() -> None:
+def test_a_curator_error_survives_pickling() -> None:
     """A process pool hands a worker's exception back pickled; one that cannot be
     unpickled breaks the pool (BrokenProcessPool) and loses every partition in flight."""
-    err = WorkerError("metadata_field_absent_from_some_records", "field x absent", record=3)
+    err = CuratorError("metadata_field_absent_from_some_records", "field x absent", record=3)
     back = pickle.loads(pickle.dumps(err))
-    assert isinstance(back, CuratorError)
+    assert type(back) is CuratorError
     assert (back.error_id, back.message, back.details) == (err.error_id, err.message,
                                                            err.details)
     assert str(back) == str(err)
