@@ -10,9 +10,10 @@ import numpy as np
 import orjson
 
 from curator.errors import CuratorError
-from curator.filter.gates import BatchDecision, GatePlan, LanguageModel, decide
+from curator.filter.gates import WORD_GATE, BatchDecision, GatePlan, LanguageModel, decide
 from curator.io.lines import iter_lines
 from curator.io.writers import atomic_file
+from curator.signals.registry import REGISTRY
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
 
@@ -38,8 +39,12 @@ def shard_name(index: int) -> str:
     return f"part_{index}.jsonl"
 
 
-def _num(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
+def _num(name: str, value: float) -> float | int | None:
+    """A score as JSON: counts (integral signals, the word gate) as integers."""
+    if not np.isfinite(value):
+        return None
+    spec = REGISTRY.get("word_count" if name == WORD_GATE else name)
+    return int(value) if spec is not None and spec.grid.integral else float(value)
 
 
 @dataclass
@@ -153,12 +158,12 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         else:
             out = dict(record)
         for name, values in decision.annotations.items():
-            out[f"__{name}"] = _num(values[i])
+            out[f"__{name}"] = _num(name, values[i])
         return orjson.dumps(out) + b"\n"
 
     def _rejection(self, record: dict, source: str, path: str, offset: int,
                    decision: BatchDecision, i: int) -> bytes:
-        scores = {g: _num(decision.scores[g][i]) for g in decision.failed[i]}
+        scores = {g: _num(g, decision.scores[g][i]) for g in decision.failed[i]}
         row: dict[str, Any] = {
             "id": record.get(self.records.id_field) if self.records.id_field else None,
             "source": source,

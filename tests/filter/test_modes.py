@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from curator.signals.registry import REGISTRY
 from tests.filter._support import (
     approve,
     corpus_records,
@@ -68,6 +69,12 @@ def test_annotate_mode_scores_without_removing(world: dict[str, Any], tmp_path: 
     assert [r["id"] for r in got] == [r["id"] for r in exp.kept]
     for rec, orig in zip(got, exp.kept, strict=True):
         assert rec == {**orig, **_score_columns(world, exp, orig["id"])}
+    # counts are written as integers (12, not 12.0), ratios as floats
+    integral = [n for n, _, _ in world["gates"] if REGISTRY[n].grid.integral]
+    assert integral, "the policy has a count signal"
+    for name, _, _ in world["gates"]:
+        kinds = {type(r[f"__{name}"]) for r in got} - {type(None)}
+        assert kinds == ({int} if name in integral else {float}), (name, kinds)
     assert ledger(out)["filtered_by_reason"] == exp.by_gate
     assert {r["removed_by"] for r in rejected(out)} == {"language", "word_count_bounds"}
     assert m["policy"]["status"] == "approved"
