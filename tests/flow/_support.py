@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +73,3 @@ class FlowCli(Cli):
         super().__init__(config, log_dir, tag, command="flow")
         if plan:
             self.argv.append("--plan")
-
-    def wait_group_gone(self, timeout: float) -> None:
-        """Wait until every process of the killed group is gone and reaped: a worker
-        killed inside a system call dies after the CLI, and while it lingers its pid is
-        alive, so a rerun started at once leaves its temp files alone."""
-        assert self.popen is not None
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                os.killpg(self.popen.pid, 0)
-            except ProcessLookupError:
-                return
-            assert time.monotonic() < deadline, "the killed process group is still alive"
-            time.sleep(0.05)

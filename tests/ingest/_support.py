@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,34 @@ class Cli:
     def poll(self) -> int | None:
         assert self.popen is not None
         return self.popen.poll()
+
+    def kill_when(self, ready: Callable[[], bool], what: str, timeout: float = 180) -> None:
+        """SIGKILL the whole group as soon as ``ready()`` holds (polled every 5 ms); the
+        run must not end before. Waits until every process of the group is gone."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.poll() is not None:
+                raise AssertionError(f"the run ended ({self.poll()}) before {what}\n"
+                                     + self.stderr()[-3000:])
+            assert time.monotonic() < deadline, f"no {what} within {timeout}s"
+            time.sleep(0.005)
+        self.kill_group()
+        assert self.wait(30) == -signal.SIGKILL
+        self.wait_group_gone(60)
+
+    def wait_group_gone(self, timeout: float) -> None:
+        """Wait until every process of the killed group is gone and reaped: a worker
+        killed inside a system call dies after the CLI, and while it lingers its pid is
+        alive, so a rerun started at once leaves its temp files alone."""
+        assert self.popen is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.killpg(self.popen.pid, 0)
+            except ProcessLookupError:
+                return
+            assert time.monotonic() < deadline, "the killed process group is still alive"
+            time.sleep(0.05)
 
     def wait(self, timeout: float) -> int:
         assert self.popen is not None

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -62,18 +60,6 @@ def _staged(out: Path) -> list[Path]:
     return [p for p in (out / ".staging").glob("*.parquet") if not p.name.startswith("_")]
 
 
-def _kill_when(cli: Cli, ready, what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if cli.poll() is not None:
-            raise AssertionError(f"the run ended ({cli.poll()}) before {what}\n"
-                                 + cli.stderr()[-3000:])
-        assert time.monotonic() < deadline, f"no {what} within {timeout}s"
-        time.sleep(0.01)
-    cli.kill_group()
-    assert cli.wait(30) == -signal.SIGKILL
-
-
 def test_sigkill_in_parse_then_in_shards_then_resume(tmp_path: Path, prefect_api: str) -> None:
     corpus = tmp_path / "corpus"
     make_corpus(corpus)
@@ -91,7 +77,7 @@ def test_sigkill_in_parse_then_in_shards_then_resume(tmp_path: Path, prefect_api
 
     # 1. Killed while parsing: some partitions staged, not all; no report, no shards.
     with Cli(cfg, tmp_path / "logs", "killed-parse") as cli:
-        _kill_when(cli, lambda: len(_staged(out)) >= 3, "three staged partitions")
+        cli.kill_when(lambda: len(_staged(out)) >= 3, "three staged partitions", timeout=90)
     staged = len(_staged(out))
     assert 3 <= staged < total, f"{staged} of {total} partitions staged: not cut midway"
     assert not (out / "ingest_report.json").exists()
@@ -100,7 +86,7 @@ def test_sigkill_in_parse_then_in_shards_then_resume(tmp_path: Path, prefect_api
 
     # 2. The rerun resumes the parse, then is killed once some shards are written.
     with Cli(cfg, tmp_path / "logs", "killed-shards") as cli:
-        _kill_when(cli, lambda: len(list(out.glob("part_*.jsonl"))) >= 2, "two shards")
+        cli.kill_when(lambda: len(list(out.glob("part_*.jsonl"))) >= 2, "two shards", timeout=90)
     assert len(_staged(out)) == total  # the parse phase had finished
     assert not (out / "ingest_report.json").exists()
     written = len(list(out.glob("part_*.jsonl")))
