@@ -4,7 +4,6 @@ artifacts."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.filter._support import (
     write_shards,
 )
 from tests.ingest._support import Cli, write_config
+from tests.prefect_support import artifact_count, latest_artifact, table_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -122,11 +122,6 @@ def test_sigkill_while_filtering_then_resume(tmp_path: Path, big: dict[str, Any]
 
 def test_flow_publishes_manifest_and_ledger_tables(tmp_path: Path, small: dict[str, Any],
                                                    prefect_api: str) -> None:
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
     from flows.filter import filter_flow
 
     out = tmp_path / "out"
@@ -134,27 +129,15 @@ def test_flow_publishes_manifest_and_ledger_tables(tmp_path: Path, small: dict[s
                             "execution": {"executor": "inline"}})
     assert returned == manifest(out)
 
-    async def latest(key: str):
-        async with get_client() as client:
-            found = await client.read_artifacts(
-                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=1,
-                sort="CREATED_DESC")
-            return found[0]
-
-    def rows(key: str) -> list[dict[str, Any]]:
-        table = asyncio.run(latest(key))
-        assert table.type == "table"
-        return json.loads(table.data) if isinstance(table.data, str) else table.data
-
     m, led = manifest(out), ledger(out)
-    got = {r["what"]: r["value"] for r in rows("filter-manifest")}
+    got = {r["what"]: r["value"] for r in table_rows(latest_artifact("filter-manifest"))}
     assert got["input rows"] == m["input"]["row_count"]
     assert got["output rows"] == m["output"]["row_count"]
     assert got["policy status"] == "approved"
     assert got["completed_at"] == m["producer"]["completed_at"]
     for gate, n in m["declared"]["filtered"].items():
         assert got[f"removed by {gate}"] == n
-    got = {r["field"]: r["value"] for r in rows("filter-ledger")}
+    got = {r["field"]: r["value"] for r in table_rows(latest_artifact("filter-ledger"))}
     for key in ("n_input", "n_success", "n_filtered", "n_failed", "balanced"):
         assert got[key] == led[key]
     for gate, n in led["filtered_by_reason"].items():
@@ -162,14 +145,9 @@ def test_flow_publishes_manifest_and_ledger_tables(tmp_path: Path, small: dict[s
 
     # a refused rerun (stale output) writes no artifacts, so it publishes none: the tables
     # of the earlier run are not republished as if they were this run's
-    async def count(key: str) -> int:
-        async with get_client() as client:
-            return len(await client.read_artifacts(
-                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))))
-
-    before = asyncio.run(count("filter-manifest"))
+    before = artifact_count("filter-manifest")
     with pytest.raises(CuratorError) as err:
         filter_flow({**filter_keys(small["inp"], out, small["policy"]),
                      "execution": {"executor": "inline"}})
     assert err.value.error_id == "stale_filter_output"
-    assert asyncio.run(count("filter-manifest")) == before
+    assert artifact_count("filter-manifest") == before

@@ -22,6 +22,7 @@ from tests.flow._support import (
     statuses,
 )
 from tests.ingest._support import shard_records, write_config
+from tests.prefect_support import latest_artifact
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -49,17 +50,6 @@ async def _flow_run(flow_run_id: Any) -> Any:
 
     async with get_client() as client:
         return await client.read_flow_run(flow_run_id)
-
-
-async def _artifact(key: str) -> Any:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
-    async with get_client() as client:
-        found = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=1,
-            sort="CREATED_DESC")
-        return found[0] if found else None
 
 
 def _wait_paused(cli: FlowCli, timeout: float) -> Any:
@@ -94,7 +84,7 @@ def test_interactive_approval_via_run_input(tmp_path: Path, prefect_api: str) ->
         # paused after profiling, before anything was approved or filtered
         assert (root / "profile" / "profile_report.json").is_file()
         assert not (root / "policy").exists() and not (root / "filtered_jsonl").exists()
-        request = asyncio.run(_artifact("approval-request"))
+        request = latest_artifact("approval-request")
         assert request is not None and request.flow_run_id == run.id
         assert request.data == (root / "profile" / "profile_summary.md").read_text()
         resume_flow_run(run.id, run_input=given)

@@ -12,6 +12,7 @@ import pytest
 from curator.steps.profile import ProfileConfig, run_profile
 from executors import make_executor
 from tests.ingest._support import Cli, write_config
+from tests.prefect_support import latest_artifact, table_rows
 from tests.profile._support import corpus_records, profile_keys, write_shards
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
@@ -83,27 +84,14 @@ def test_sigkill_while_scoring_then_resume(tmp_path: Path, corpus: Path,
 
 def test_flow_publishes_summary_and_key_numbers(tmp_path: Path, corpus: Path,
                                                 prefect_api: str) -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
     from flows.profile import profile_flow
 
     report = profile_flow({**profile_keys(corpus, tmp_path / "out", **KEYS),
                            "execution": {"executor": "inline"}})
     assert report["corpus"]["document_count"] == 4000
 
-    async def latest(key: str):
-        async with get_client() as client:
-            found = await client.read_artifacts(
-                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=1,
-                sort="CREATED_DESC")
-            return found[0]
-
-    import asyncio
-
-    summary = asyncio.run(latest("profile-summary"))
+    summary = latest_artifact("profile-summary")
     assert summary.type == "markdown"
     assert summary.data == (tmp_path / "out" / "profile_summary.md").read_text()
-    table = asyncio.run(latest("profile-signals"))
-    rows = json.loads(table.data) if isinstance(table.data, str) else table.data
+    rows = table_rows(latest_artifact("profile-signals"))
     assert [r["signal"] for r in rows] == KEYS["signals"]
