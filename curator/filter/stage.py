@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,19 +72,25 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         out = Path(self.output_dir) / name
         rej = Path(self.rejected_dir) / name
         kept_rows = 0
+        # counted locally, handed to the engine once per partition (a stat_update per
+        # record was a fifth of the filter's own time without gates)
+        counts: Counter[str] = Counter()
         with atomic_file(out) as kept, atomic_file(rej) as rejected:
             pending: list[tuple[str, int, bytes, dict[str, Any]]] = []
             for path in task.data:
                 for offset, line in iter_lines(path, task.byte_range):
-                    self.stat_update("input")
-                    record = self._parse(line, path, offset, rejected)
+                    counts["input"] += 1
+                    record = self._parse(line, path, offset, rejected, counts)
                     if record is None:
                         continue
                     pending.append((path, offset, line, record))
                     if len(pending) >= BATCH:
-                        kept_rows += self._flush(pending, kept, rejected)
+                        kept_rows += self._flush(pending, kept, rejected, counts)
                         pending = []
-            kept_rows += self._flush(pending, kept, rejected)
+            kept_rows += self._flush(pending, kept, rejected, counts)
+        counts["kept"] = kept_rows
+        for key, n in sorted(counts.items()):
+            self.stat_update(key, n)
         if kept_rows == 0:
             out.unlink(missing_ok=True)
         if rej.stat().st_size == 0:
@@ -91,7 +98,8 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         return FileGroupTask(data=[str(out)] if kept_rows else [],
                              _metadata={"rows": kept_rows, "shard": name})
 
-    def _parse(self, line: bytes, path: str, offset: int, rejected: Any) -> dict | None:
+    def _parse(self, line: bytes, path: str, offset: int, rejected: Any,
+               counts: Counter[str]) -> dict | None:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -103,7 +111,7 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                 reason = "missing_text"
             else:
                 return record
-        self.stat_update(f"failed.{reason}")
+        counts[f"failed.{reason}"] += 1
         rejected.write(orjson.dumps({"id": None, "source": None, "removed_by": None,
                                      "failed": reason, "input": {"path": path,
                                                                   "offset": offset}}) + b"\n")
@@ -112,7 +120,7 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     def _source(self, record: dict) -> str:
         return source_of(record, self.records.source_field)
 
-    def _flush(self, pending: list, kept: Any, rejected: Any) -> int:
+    def _flush(self, pending: list, kept: Any, rejected: Any, counts: Counter[str]) -> int:
         if not pending:
             return 0
         from curator.signals.scoring import score_batch
@@ -127,15 +135,14 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         count = 0
         for i, (path, offset, line, record) in enumerate(pending):
             source = self._source(record)
-            self.stat_update(f"source_in.{source}")
+            counts[f"source_in.{source}"] += 1
             if decision.kept[i]:
                 kept.write(self._output_line(line, record, decision, i))
-                self.stat_update("kept")
-                self.stat_update(f"source_out.{source}")
+                counts[f"source_out.{source}"] += 1
                 count += 1
             else:
                 gate = decision.first_gate[i]
-                self.stat_update(f"filtered.{gate}")
+                counts[f"filtered.{gate}"] += 1
                 rejected.write(self._rejection(record, source, path, offset, decision, i))
         return count
 
