@@ -157,7 +157,7 @@ class _Report:
                                  "passed": status in ("ok", "skipped"), "warnings": []}
         self.data["steps"].append(entry)
         if step.key == "filter" and status in ("ok", "skipped"):
-            manifest = _manifest(step)
+            manifest = result if result is not None else _manifest(step)
             if manifest:
                 policy = manifest.get("policy") or {}
                 self.data["policy_status"] = policy.get("status")

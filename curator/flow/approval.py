@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from curator.errors import CuratorError
 from curator.policy import load_candidate, promote, write_approved
 
 
@@ -16,8 +17,11 @@ def thresholds_from(raw: dict[str, Any]) -> dict[str, float | tuple[float, float
     out: dict[str, float | tuple[float, float]] = {}
     for name, value in raw.items():
         if isinstance(value, list | tuple):
-            lo, hi = value
-            out[name] = (lo, hi)
+            if len(value) != 2:
+                raise CuratorError("invalid_threshold",
+                                   f"approve.thresholds.{name}: an interval is [lo, hi], "
+                                   f"got {list(value)!r}")
+            out[name] = (value[0], value[1])
         else:
             out[name] = value
     return out

@@ -282,6 +282,16 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
                              f"{hf['langpack_dir']} does not declare"))
         if not hf.get("approved_policy"):
             warnings.append("the filter has no policy: only the language and word gates apply")
+        elif approve is None and not Path(hf["approved_policy"]).is_file():
+            problems.append(("missing_upstream_artifact",
+                             f"steps.filter.heuristic_filters.approved_policy "
+                             f"{hf['approved_policy']!r} does not exist and no approve block "
+                             "writes it"))
+        codes = filt.config.get("language_codes", ["en"])
+        if corpus.language and codes and not _shares_subtag(codes, corpus.language):
+            warnings.append(f"steps.filter.language_codes {codes} share no subtag with "
+                            f"corpus.language {corpus.language!r}: the language gate may "
+                            "remove every document")
         out = Path(filt.config["output_dir"])
         set_extra(filt)  # a finished filter's marker hashes its inputs and policy too
         done = step_is_done(filt)
@@ -295,6 +305,15 @@ def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
                 "input_glob") is None:
             problems.append(("missing_upstream_artifact",
                              f"{key} needs corpus.input or ingest"))
+
+
+def _shares_subtag(codes: list[str], language: str) -> bool:
+    """Whether a gate code and the pack's tag share a subtag (``en`` ~ ``en-GB``/``en_Latn``)."""
+    def subtags(tag: str) -> set[str]:
+        return {t for t in tag.lower().replace("_", "-").split("-") if t}
+
+    wanted = subtags(language)
+    return any(subtags(c) & wanted for c in codes)
 
 
 def _lacks_words(langpack_dir: str, language: str) -> bool:

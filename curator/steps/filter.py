@@ -172,6 +172,7 @@ class _Run:
         self.shards: list[dict[str, Any]] = []
         self.completed = False
         self.touched_output = False
+        self.gating = False  # the gate phase started: thresholds may have been applied
         self.error: BaseException | None = None
         self.resumed = 0
 
@@ -207,6 +208,7 @@ class _Run:
                                           if cfg.heuristic_filters else None),
             )
         # 3. the gates
+        self.gating = True
         self.rejected.mkdir(parents=True, exist_ok=True)
         stage = FilterStage(
             plan=self.plan,
@@ -501,6 +503,8 @@ class _Run:
             return "unapproved", 0, "no approved_policy configured: no signal thresholds applied"
         if self.policy is None:
             return "unresolved", 0, "the policy could not be loaded"
+        if not self.gating:  # refused before the gates ran (e.g. approval_corpus_mismatch)
+            return self.policy.status, 0, "the run failed before any threshold was applied"
         applied = len(self.policy.thresholds) if self.config.mode != "annotate" else 0
         note = {"approved": "thresholds applied",
                 "override_unvalidated": "applied under allow_unvalidated_policy; unmet rules: "

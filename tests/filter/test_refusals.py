@@ -119,6 +119,8 @@ def test_corpus_changed_by_one_document(world: dict[str, Any], tmp_path: Path) -
     m = manifest(out)
     assert "completed_at" not in m["producer"]
     assert m["error"]["error_id"] == "approval_corpus_mismatch"
+    assert m["policy"]["thresholds_applied"] == 0
+    assert "before any threshold" in m["policy"]["note"]
     led = ledger(out)
     assert led["balanced"] is True and led["n_success"] == 0
     assert led["n_input"] == m["input"]["row_count"] == len(world["records"])

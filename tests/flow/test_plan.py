@@ -260,3 +260,39 @@ def test_interactive_approval_of_a_candidate_named_by_from(
     candidate.unlink()
     _, plan = _preflight(config)
     assert problem_ids(plan) == {"approve_before_profile"}
+
+
+def test_a_policy_path_that_does_not_exist_is_a_missing_upstream_artifact(
+    raw: Path, tmp_path: Path, prefect_api: str
+) -> None:
+    config = base_config(raw, tmp_path / "out", ingest=False, profile=False, filt=True)
+    config["steps"]["filter"]["heuristic_filters"] = {
+        "approved_policy": str(tmp_path / "nowhere" / "approved_policy.yaml")}
+    _, plan = _preflight(config)
+    assert problem_ids(plan) == {"missing_upstream_artifact"}
+    assert "nowhere" in plan["problems"][0]["message"]
+
+
+def test_language_codes_that_share_no_subtag_with_the_corpus_language_warn(
+    raw: Path, tmp_path: Path, prefect_api: str
+) -> None:
+    from flows.pipeline_flow import curate_flow
+
+    config = base_config(raw, tmp_path / "out", ingest=False, profile=False, filt=True)
+    config["steps"]["filter"]["language_codes"] = ["ru"]
+    plan = curate_flow(config, plan=True)
+    assert any("share no subtag" in w for w in plan["warnings"]), plan["warnings"]
+
+    config["steps"]["filter"]["language_codes"] = ["en_Latn", "ru"]  # en matches en
+    plan = curate_flow(config, plan=True)
+    assert not any("share no subtag" in w for w in plan["warnings"]), plan["warnings"]
+
+
+def test_an_interval_threshold_must_be_two_numbers() -> None:
+    from curator.flow.approval import thresholds_from
+
+    assert thresholds_from({"word_count": [50, 1000], "boilerplate_hits": 3}) == {
+        "word_count": (50, 1000), "boilerplate_hits": 3}
+    with pytest.raises(CuratorError) as info:
+        thresholds_from({"word_count": [50, 100, 1000]})
+    assert info.value.error_id == "invalid_threshold"
