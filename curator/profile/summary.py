@@ -272,7 +272,8 @@ def approve_block(report: Mapping[str, Any]) -> list[str]:
         '  evidence: ""  # REQUIRED: what you reviewed (this summary, plots, samples)',
         "thresholds:",
     ]
-    skipped = []
+    skipped: list[str] = []
+    sets: list[str] = []
     for block in report.get("signals") or []:
         if block.get("direction") == "interval":
             skipped.append(f"{block['signal']} (interval: pick both bounds from the surface)")
@@ -285,15 +286,25 @@ def approve_block(report: Mapping[str, Any]) -> list[str]:
             f"  - signal: {block['signal']}",
             f"    {row['bound']}: {_yaml_num(row['threshold'])}  # keeps {_pct(row['retained'])}",
         ]
+        sets.append(f"--set {block['signal']}={_yaml_num(row['threshold'])}")
     lines = [
         "## Approve block",
         "",
         "A starting point, not a recommendation: each one-sided signal at its tightest "
         "swept threshold keeping at least 99% (micro). Edit the thresholds, fill in "
-        "approver, date and evidence, uncomment, and hand it to `curate approve`.",
+        "approver, date and evidence: a record of the choice to keep beside the policy.",
         "",
         "```yaml",
         *[f"# {line}" for line in body],
+        "```",
+        "",
+        "To approve these choices, pass them to `curate approve` (or put them under "
+        "`approve.thresholds` of a flow config as `signal: value`):",
+        "",
+        "```bash",
+        "curate approve --candidate candidate_policies.yaml \\",
+        *[f"    {item} \\" for item in sets],
+        '    --approver "NAME" --evidence "WHAT YOU REVIEWED" --out approved_policy.yaml',
         "```",
         "",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import numpy as np
 import pytest
@@ -151,6 +152,15 @@ def test_approve_block_uncomments_to_the_99_percent_thresholds(report):
                                     if b["signal"] == sig["signal"]))[0]
         assert f"# keeps {row['retained']:.2%}" in block
     assert "word_count (interval" in block and "sentence_end_ratio (no swept point" in block
+    # the same choices as a `curate approve` command line, value for value
+    command = block.split("```bash\n", 1)[1].split("```", 1)[0]
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[:2] == ["curate", "approve"]
+    sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+    assert [s.split("=")[0] for s in sets] == [t["signal"] for t in expected]
+    for item, sig in zip(sets, expected, strict=True):
+        bound = "max" if "max" in sig else "min"
+        assert float(item.split("=")[1]) == sig[bound]
 
 
 def test_plots_are_deterministic_pngs_and_linked(report, tmp_path):
