@@ -19,6 +19,9 @@ import numpy as np
 
 from curator.errors import CuratorError
 
+#: characters of a document the model reads by default (docs/langid.md: measured)
+DEFAULT_MAX_CHARS = 500
+
 LID176_FTZ_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
 
 

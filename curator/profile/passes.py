@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 import polars as pl
 
+from curator.filter.gates import LanguageModel
 from curator.io.lines import iter_lines
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
@@ -193,6 +194,9 @@ def select_sample(candidate_files: list[Path], allocations: dict[str, int]) -> p
     return _bottom_k(pl.concat(frames), allocations)
 
 
+#: the score columns of the language-ID model's top label and its confidence
+LANGUAGE, LANGUAGE_SCORE = "__language", "__language_score"
+
 @dataclass
 class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     """Pass 3: score this partition's sampled documents with every selected signal."""
@@ -201,6 +205,7 @@ class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     work_dir: str
     signals: list[str]
     pack: LangPack | None
+    langid: LanguageModel | None = None  # adds LANGUAGE / LANGUAGE_SCORE columns
     name: str = "profile_score"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -222,7 +227,12 @@ class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                                                      strict=True)]
         scores = self._score(ordered)
         self.stat_update("documents", len(ordered))
-        frame = pl.concat([sample, scores], how="horizontal")
+        parts = [sample, scores]
+        if self.langid is not None:
+            labels, conf = self.langid.predict([t or "" for t in ordered])
+            parts.append(pl.DataFrame({LANGUAGE: labels, LANGUAGE_SCORE: conf},
+                                      schema={LANGUAGE: pl.Utf8, LANGUAGE_SCORE: pl.Float64}))
+        frame = pl.concat(parts, how="horizontal")
         write_atomic(out, _parquet_bytes(frame))
         return FileGroupTask(data=[str(out)], _metadata={"rows": frame.height})
 

@@ -631,3 +631,41 @@ def policy_simulation(
         "per_gate": per_gate,
         "skipped": skipped,
     }
+
+
+#: quantiles of the language-ID confidence in ``language_composition.confidence``
+CONFIDENCE_QUANTILES = (1, 5, 10, 25, 50, 75)
+
+
+def language_composition(
+    labels: Sequence[str], confidence: np.ndarray, model: str, max_chars: int | None
+) -> dict[str, Any] | None:
+    """The sample's languages by the language-ID model's top label (unweighted counts).
+
+    ``{scored, model, languages[{language, documents, share, confidence_p50,
+    confidence_p10}], confidence{p1..p75}, note}``, languages by documents, most first.
+    """
+    n = len(labels)
+    if n == 0:
+        return None
+    conf = np.asarray(confidence, dtype=np.float64)
+    names, inverse = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+    languages = []
+    for i, name in enumerate(names):
+        mine = np.sort(conf[inverse == i])
+        languages.append({
+            "language": str(name), "documents": int(mine.size), "share": _share(mine.size / n),
+            "confidence_p50": _sig(float(np.quantile(mine, 0.5))),
+            "confidence_p10": _sig(float(np.quantile(mine, 0.1))),
+        })
+    languages.sort(key=lambda x: (-x["documents"], x["language"]))
+    return {
+        "scored": n, "model": model,
+        "languages": languages,
+        "confidence": {f"p{q}": _sig(float(np.quantile(conf, q / 100)))
+                       for q in CONFIDENCE_QUANTILES},
+        "note": ("top label of each sampled document, unweighted (sample counts, not "
+                 f"estimated corpus counts); the model reads the first {max_chars} "
+                 "characters" if max_chars else "top label of each sampled document, "
+                 "unweighted (sample counts, not estimated corpus counts)"),
+    }

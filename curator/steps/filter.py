@@ -37,7 +37,7 @@ from curator.config import StepConfig, TokenizerRef
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
-from curator.filter.langid import FastTextLangId
+from curator.filter.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.filter.ledger import build_ledger
 from curator.filter.stage import FilterStage, RecordSpec, shard_name, source_of
 from curator.io.lines import iter_lines
@@ -83,7 +83,7 @@ class QualityFilters(BaseModel):
     min_words: int | None = Field(None, ge=0)
     max_words: int | None = Field(None, ge=0)
     #: score only a document's first characters for language ID (None: the whole text)
-    langid_max_chars: int | None = Field(500, gt=0)
+    langid_max_chars: int | None = Field(DEFAULT_MAX_CHARS, gt=0)
 
 
 class FilterModels(BaseModel):

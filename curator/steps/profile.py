@@ -35,12 +35,15 @@ from curator.artifacts import canonical_digest, tool_revision, utc_now, write_js
 from curator.config import StepConfig, TokenizerRef
 from curator.errors import CuratorError
 from curator.execution import Executor
+from curator.filter.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.io.partitioning import JSONL_EXTENSIONS, FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
 from curator.pipeline import PipelineResult, Progress
 from curator.profile.passes import (
+    LANGUAGE,
+    LANGUAGE_SCORE,
     DocumentSpec,
     PopulationStage,
     SampleStage,
@@ -212,8 +215,10 @@ def _profile(
         part = sample.filter(pl.col("part") == sid)
         write_atomic(work_file(str(work), "sample", sid, ".parquet"), _parquet(part))
     # 4. scores
+    langid = FastTextLangId.open(config.models.fasttext_langid, DEFAULT_MAX_CHARS)
     scored = phase("scores", ScoreStage(spec=spec, work_dir=str(work),
-                                        signals=[s.name for s in specs], pack=pack))
+                                        signals=[s.name for s in specs], pack=pack,
+                                        langid=langid))
     scores = pl.concat([pl.read_parquet(work_file(str(work), "scores", s, ".parquet"))
                         for s in sids], how="diagonal_relaxed")
     if scores.height:
@@ -221,7 +226,7 @@ def _profile(
 
     # 5. statistics
     report = _report(config, pack, specs, notes, corpus, populations, allocations, scores,
-                     scored.stats)
+                     scored.stats, langid)
     report["_execution"] = {  # moved into the producer block: not part of the digest
         "partitions": pop.sources_total,
         "skipped_resumed": pop.sources_skipped + sampled.sources_skipped
@@ -305,6 +310,7 @@ def _report(
     allocations: dict[str, int],
     scores: pl.DataFrame,
     stats: dict[str, float],
+    langid: FastTextLangId,
 ) -> dict[str, Any]:
     from curator.profile import stats as S
 
@@ -334,8 +340,6 @@ def _report(
         notes.append(S.COOCCURRENCE_UNAVAILABLE)
     if simulation is None:
         notes.append(S.SIMULATION_UNAVAILABLE)
-    notes.append("language_composition: no language-ID model configured "
-                 "(models.fasttext_langid)")
     report: dict[str, Any] = {
         "step_id": STEP_ID,
         "schema_version": 1,
@@ -351,7 +355,7 @@ def _report(
                            "population / drawn"},
         "notes": notes,
         "signals": blocks,
-        "language_composition": None,
+        "language_composition": _language_composition(scores, langid),
         "cooccurrence": cooccurrence,
         "policy_simulation": simulation,
         "interpretation": _interpretation(),
@@ -402,3 +406,14 @@ def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
     write_candidate(build_candidate(report), out / CANDIDATES_NAME)
     plots = write_plots(report, out)
     write_atomic(out / SUMMARY_NAME, render_summary(report, plots))
+
+
+def _language_composition(scores: pl.DataFrame, langid: FastTextLangId) -> dict[str, Any] | None:
+    from curator.profile import stats as S
+
+    if LANGUAGE not in scores.columns:
+        return None
+    desc = langid.describe()  # the model by name and digest: a path is not portable
+    return S.language_composition(scores[LANGUAGE].to_list(),
+                                  scores[LANGUAGE_SCORE].to_numpy(),
+                                  f"{desc['model']} ({desc['sha256']})", desc["max_chars"])

@@ -176,3 +176,34 @@ def test_named_signals_only(tmp_path: Path, records) -> None:
     inp = write_shards(tmp_path / "in", records[:80], shards=1)
     report = profile(inp, tmp_path / "out", signals=["word_count", "stopword_ratio"])
     assert [b["signal"] for b in report["signals"]] == ["word_count", "stopword_ratio"]
+
+
+def test_language_composition_counts_the_models_top_label_of_each_sampled_document(
+    tmp_path: Path, records
+) -> None:
+    from collections import Counter
+
+    import numpy as np
+
+    from curator.filter.langid import DEFAULT_MAX_CHARS, FastTextLangId
+
+    mine = records[:300]
+    inp = write_shards(tmp_path / "in", mine, shards=2)
+    report = profile(inp, tmp_path / "out", max_total_docs=1000, signals=["word_count"])
+    assert report["sampling"]["sampled"] == len(mine)  # everything sampled
+    comp = report["language_composition"]
+
+    model = FastTextLangId.open(None, DEFAULT_MAX_CHARS)  # computed here, independently
+    labels, conf = model.predict([r["text"] for r in mine])
+    expected = Counter(labels)
+    assert len(expected) >= 2, "the demo text mixes languages (English, Russian pages)"
+    assert comp["scored"] == len(mine)
+    assert [(x["language"], x["documents"]) for x in comp["languages"]] == sorted(
+        expected.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert sum(x["share"] for x in comp["languages"]) == pytest.approx(1.0, abs=1e-5)
+    assert comp["confidence"]["p50"] == pytest.approx(float(np.quantile(conf, 0.5)), rel=1e-6)
+    assert comp["model"].startswith("lid.176.ftz (sha256:")
+    top = comp["languages"][0]
+    summary = (tmp_path / "out" / "profile_summary.md").read_text()
+    assert "## Language composition" in summary
+    assert f"| {top['language']} | {top['documents']} |" in summary
