@@ -142,6 +142,7 @@ class _Report:
     def __init__(self, fplan: FlowPlan) -> None:
         self.fplan = fplan
         self.status = "failed"
+        self.promote_warnings: list[str] = []
         self.data: dict[str, Any] = {
             "schema_version": 1, "step_id": "curate/flow", "started_at": utc_now(),
             "completed_at": None, "output_root": str(fplan.root),
@@ -152,9 +153,10 @@ class _Report:
 
     def step(self, step: StepPlan, status: str, notes: list[str] | None = None,
              result: dict[str, Any] | None = None) -> None:
+        warnings = list(self.promote_warnings) if step.key == "filter" else []
         entry: dict[str, Any] = {"step_id": step.step_id, "status": status,
                                  "output_dir": step.output_dir, "notes": notes or [],
-                                 "passed": status in ("ok", "skipped"), "warnings": []}
+                                 "passed": status in ("ok", "skipped"), "warnings": warnings}
         self.data["steps"].append(entry)
         if step.key == "filter" and status in ("ok", "skipped"):
             manifest = result if result is not None else _manifest(step)
@@ -167,6 +169,7 @@ class _Report:
         self.data["policy_promoted"] = True
         self.data["approved_policy"] = {"path": path, "policy_digest": digest}
         self.data["warnings"] += warnings
+        self.promote_warnings = warnings  # also on the filter step, which applies it
 
     def fail(self, exc: BaseException) -> None:
         done = {s["step_id"] for s in self.data["steps"]}

@@ -256,6 +256,7 @@ def select_signals(
             unmet = missing_requirements(spec, capabilities)
             if unmet:
                 notes.append(f"skipped {spec.name}: requires {unmet}")
+                log.warning("skipped %s: requires %s", spec.name, unmet)
             else:
                 chosen.append(spec)
         return chosen, notes

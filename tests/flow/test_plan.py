@@ -296,3 +296,22 @@ def test_an_interval_threshold_must_be_two_numbers() -> None:
     with pytest.raises(CuratorError) as info:
         thresholds_from({"word_count": [50, 100, 1000]})
     assert info.value.error_id == "invalid_threshold"
+
+
+def test_promote_warnings_are_the_flows_and_the_filter_steps(
+    raw: Path, tmp_path: Path
+) -> None:
+    from curator.flow.plan import load_flow_config, plan_flow
+    from flows.pipeline_flow import _Report
+
+    config = base_config(raw, tmp_path / "out", ingest=False, profile=False, filt=True,
+                         approve=APPROVE)
+    fplan = plan_flow(load_flow_config(config))
+    report = _Report(fplan)
+    report.promoted("policy.yaml", "sha256:x", ["[threshold_outside_bands] w"])
+    for step in fplan.steps:
+        report.step(step, "ok" if step.enabled else "disabled", result={})
+    entries = {s["step_id"]: s for s in report.data["steps"]}
+    assert entries["curate/filter"]["warnings"] == ["[threshold_outside_bands] w"]
+    assert entries["curate/ingest"]["warnings"] == []
+    assert "[threshold_outside_bands] w" in report.data["warnings"]

@@ -207,3 +207,19 @@ def test_language_composition_counts_the_models_top_label_of_each_sampled_docume
     summary = (tmp_path / "out" / "profile_summary.md").read_text()
     assert "## Language composition" in summary
     assert f"| {top['language']} | {top['documents']} |" in summary
+
+
+def test_a_signal_the_pack_cannot_support_is_skipped_with_a_warning(caplog) -> None:
+    import logging
+
+    from curator.langpack.loader import load_langpack
+    from curator.steps.profile import select_signals
+    from tests.profile._support import LANGPACKS
+
+    pack = load_langpack(LANGPACKS, "en")
+    with caplog.at_level(logging.WARNING, logger="curator.profile"):
+        specs, notes = select_signals([], pack, has_tokenizer=False)
+    assert "token_count" not in {s.name for s in specs}
+    assert any(n.startswith("skipped token_count") for n in notes)
+    assert any("skipped token_count" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
