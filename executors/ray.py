@@ -96,12 +96,25 @@ class RayExecutor(Executor):
         self._remote = ray.remote(num_cpus=self.cpus_per_partition, max_retries=0)(_ray_run)
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
+        """A future that is running from the start: Ray gives no way to tell a queued
+        task from a running one, and a future that could be cancelled while its task
+        goes on would let the engine stop waiting for a unit that still writes its
+        outputs (after a failure, say, when the step writes its manifest)."""
         ref = self._remote.remote(self._chain_ref, task)
-        future = ref.future()
+        future: cf.Future[UnitResult] = cf.Future()
+        future.set_running_or_notify_cancel()  # cancel() is now refused
         key = id(future)
         with self._refs_lock:
             self._refs[key] = ref
-        future.add_done_callback(lambda _f: self._forget(key))
+
+        def settle(done: cf.Future[UnitResult]) -> None:
+            self._forget(key)
+            try:
+                future.set_result(done.result())
+            except BaseException as exc:  # the unit's own error, or Ray's
+                future.set_exception(exc)
+
+        ref.future().add_done_callback(settle)
         return future
 
     def _forget(self, key: int) -> None:
