@@ -25,6 +25,14 @@ def partition_ids(partitions: ProcessingStage) -> list[str]:
     return [t.get_deterministic_id() for t in partitions.process(EmptyTask())]
 
 
+def can_resume(work: Path, ckpt_root: Path | None, config_digest: str) -> bool:
+    """Whether :func:`prepare_work` will resume (the same test, without its side effects)."""
+    marker = work / "config_hash"
+    return (ckpt_root is not None and marker.is_file()
+            and marker.read_text() == config_digest
+            and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
+
+
 def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str) -> bool:
     """Keep a resumable run's work files, else start afresh; return whether resuming.
 
@@ -32,10 +40,7 @@ def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str) -> bool
     made by the same configuration (``config_digest``): another configuration's
     partial results must never be mixed in.
     """
-    marker = work / "config_hash"
-    resuming = (ckpt_root is not None and marker.is_file()
-                and marker.read_text() == config_digest
-                and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
+    resuming = can_resume(work, ckpt_root, config_digest)
     if not resuming:
         if ckpt_root is not None and ckpt_root.exists():
             log.warning("checkpoint %s belongs to another configuration or its work files "
@@ -43,7 +48,7 @@ def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str) -> bool
             shutil.rmtree(ckpt_root, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
-    write_atomic(marker, config_digest)
+    write_atomic(work / "config_hash", config_digest)
     return resuming
 
 

@@ -32,7 +32,6 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
-from curator.checkpoint import METADATA_DIRNAME
 from curator.config import StepConfig, TokenizerRef
 from curator.errors import CuratorError
 from curator.execution import Executor
@@ -54,7 +53,13 @@ from curator.pipeline import PipelineResult
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.profile.passes import DocumentSpec, PopulationStage, merge_populations
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
-from curator.steps._common import ProgressHook, partition_ids, prepare_work, run_phase
+from curator.steps._common import (
+    ProgressHook,
+    can_resume,
+    partition_ids,
+    prepare_work,
+    run_phase,
+)
 
 log = logging.getLogger("curator.filter")
 
@@ -189,7 +194,7 @@ class _Run:
         digest = self.config_hash()
         # refuse a stale output dir before prepare_work, which would wipe another
         # configuration's checkpoint and leave a work dir behind in a refused run
-        self._check_output(_resumable(work, self.ckpt_root, digest))
+        self._check_output(can_resume(work, self.ckpt_root, digest))
         prepare_work(work, self.ckpt_root, digest)
         self.touched_output = True
         clear_stale_temps(self.out, self.rejected)  # a killed run's half-written files
@@ -512,13 +517,6 @@ class _Run:
         if self.config.mode == "annotate":
             note = "mode annotate: scores written as __<signal> columns, nothing removed by them"
         return self.policy.status, applied, note
-
-
-def _resumable(work: Path, ckpt_root: Path | None, digest: str) -> bool:
-    """Whether :func:`prepare_work` will resume (the same test, without its side effects)."""
-    marker = work / "config_hash"
-    return (ckpt_root is not None and marker.is_file() and marker.read_text() == digest
-            and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
 
 
 def _runtime_dependencies(model: FastTextLangId | None) -> dict[str, str]:
