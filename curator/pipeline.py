@@ -26,6 +26,7 @@ from curator.checkpoint import DEFAULT_MAP_SIZE, CheckpointStore
 from curator.completion import CompletionTracker
 from curator.errors import CuratorError
 from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
+from curator.logs import default_stderr_logging
 from curator.stages import CompositeStage, ProcessingStage
 from curator.tasks import EmptyTask, Task
 
@@ -162,6 +163,25 @@ class Pipeline:
         map_size: int = DEFAULT_MAP_SIZE,
         writer_id: str | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+    ) -> PipelineResult:
+        """Run the pipeline; see the module docstring and ``docs/engine.md``.
+
+        When nobody has configured logging, the engine's INFO lines (partitions pending
+        and skipped, the end-of-run summary) go to stderr for the run: see
+        :mod:`curator.logs`.
+        """
+        with default_stderr_logging():
+            return self._run_logged(executor, initial_tasks, checkpoint_path, map_size,
+                                    writer_id, on_progress)
+
+    def _run_logged(
+        self,
+        executor: Executor | None,
+        initial_tasks: list[Task] | None,
+        checkpoint_path: str | os.PathLike[str] | None,
+        map_size: int,
+        writer_id: str | None,
+        on_progress: Callable[[Progress], None] | None,
     ) -> PipelineResult:
         started = time.perf_counter()
         stages, src, sink = self.build()
@@ -318,12 +338,15 @@ class Pipeline:
             seconds=time.perf_counter() - started,
             perf=perf,
         )
-        self._raise_if_stopped(interrupts.signum, failures, result, store)
-        log.info(
-            "%s: %d partitions completed in this run, %d skipped, %d pending, %.1fs",
-            self.name, result.sources_completed, skipped, len(result.sources_pending),
-            result.seconds,
+        log.log(
+            logging.WARNING if interrupts.signum or failures else logging.INFO,
+            "%s: %s: %d source partitions completed in this run, %d skipped as complete, "
+            "%d failed, %d left pending, %.1fs",
+            self.name, "stopped" if interrupts.signum or failures else "finished",
+            result.sources_completed, skipped, len(failures),
+            len(result.sources_pending) - len(failures), result.seconds,
         )
+        self._raise_if_stopped(interrupts.signum, failures, result, store)
         return result
 
     @staticmethod
