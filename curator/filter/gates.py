@@ -21,25 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
+from curator.corpus.langid import LanguageModel
 from curator.langpack import LangPack
 from curator.signals.registry import REGISTRY
 
 Mode = Literal["filter", "annotate", "both"]
 LANGUAGE_GATE = "language"
 WORD_GATE = "word_count_bounds"
-
-
-class LanguageModel(Protocol):
-    """Top label and confidence per text (labels like ``en`` or ``__label__en``)."""
-
-    name: str
-
-    def predict(self, texts: list[str]) -> tuple[list[str], np.ndarray]: ...
-
 
 def normalise_label(label: str) -> str:
     """``__label__en_Latn`` -> ``en_latn``."""

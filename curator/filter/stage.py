@@ -10,30 +10,17 @@ from typing import Any
 import numpy as np
 import orjson
 
+from curator.corpus.langid import LanguageModel
+from curator.corpus.reading import iter_records
+from curator.corpus.records import RecordSpec, Rejection, source_of
 from curator.errors import CuratorError
-from curator.filter.gates import WORD_GATE, BatchDecision, GatePlan, LanguageModel, decide
-from curator.io.lines import iter_lines
+from curator.filter.gates import WORD_GATE, BatchDecision, GatePlan, decide
 from curator.io.writers import atomic_file
 from curator.signals.registry import REGISTRY
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
 
 BATCH = 2048
-MISSING_SOURCE = "__missing__"
-
-
-@dataclass(frozen=True)
-class RecordSpec:
-    text_field: str = "text"
-    id_field: str | None = None
-    source_field: str | None = None
-    metadata_fields: tuple[str, ...] = ()  # empty: records are kept whole
-
-
-def source_of(record: dict, field: str | None) -> str:
-    """The per-source key of ``record``: its source field as a string, or the missing mark."""
-    value = None if field is None else record.get(field)
-    return MISSING_SOURCE if value is None else str(value)
 
 
 def shard_name(index: int) -> str:
@@ -55,11 +42,12 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     ``index`` maps a partition's source id to its position in the plan, so shard names
     follow input order whatever the executor. Counters (persisted with the partition's
     completion) feed the manifest and the ledger: ``input``, ``kept``, ``filtered.<gate>``,
-    ``failed.<reason>``, ``source_in.<source>``, ``source_out.<source>``.
+    ``failed.<reason>`` (the kernel's rejection reasons, :mod:`curator.corpus.records`),
+    ``source_in.<source>``, ``source_out.<source>``.
     """
 
     plan: GatePlan
-    records: RecordSpec
+    records: RecordSpec  # metadata_fields empty: records are kept whole
     index: dict[str, int]
     output_dir: str
     rejected_dir: str
@@ -78,10 +66,10 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         with atomic_file(out) as kept, atomic_file(rej) as rejected:
             pending: list[tuple[str, int, bytes, dict[str, Any]]] = []
             for path in task.data:
-                for offset, line in iter_lines(path, task.byte_range):
+                for offset, line, record in iter_records(path, task.byte_range, self.records):
                     counts["input"] += 1
-                    record = self._parse(line, path, offset, rejected, counts)
-                    if record is None:
+                    if type(record) is Rejection:
+                        self._fail(record.reason, path, offset, rejected, counts)
                         continue
                     pending.append((path, offset, line, record))
                     if len(pending) >= BATCH:
@@ -98,24 +86,14 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         return FileGroupTask(data=[str(out)] if kept_rows else [],
                              _metadata={"rows": kept_rows, "shard": name})
 
-    def _parse(self, line: bytes, path: str, offset: int, rejected: Any,
-               counts: Counter[str]) -> dict | None:
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            reason = "unparsable_line"
-        else:
-            if not isinstance(record, dict):
-                reason = "not_an_object"
-            elif not isinstance(record.get(self.records.text_field), str):
-                reason = "missing_text"
-            else:
-                return record
+    @staticmethod
+    def _fail(reason: str, path: str, offset: int, rejected: Any,
+              counts: Counter[str]) -> None:
+        """A line that is not a record: counted and kept with its reason."""
         counts[f"failed.{reason}"] += 1
         rejected.write(orjson.dumps({"id": None, "source": None, "removed_by": None,
                                      "failed": reason, "input": {"path": path,
                                                                   "offset": offset}}) + b"\n")
-        return None
 
     def _source(self, record: dict) -> str:
         return source_of(record, self.records.source_field)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-UTF8_BOM = b"\xef\xbb\xbf"
 LOSSY = "utf-8-lossy"
 
 

@@ -12,14 +12,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curator.ingest.plan import file_format
+from curator.corpus.formats import is_parquet
+from curator.corpus.reading import UTF8_BOM, iter_parquet_rows, map_lines
 from curator.ingest.records import IdentitySpec, PartitionRecords, parse_jsonl
-from curator.io.readers import map_lines
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
-
-PARQUET_BATCH_ROWS = 8192
 
 
 def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
@@ -81,12 +79,12 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
 
     def _read(self, path: str, task: FileGroupTask, records: PartitionRecords) -> None:
         index = self.file_index[path]
-        if file_format(path) == "parquet":
+        if is_parquet(path):
             self._parquet(path, index, records)
             return
         rng = task.byte_range
         data, start, end = map_lines(path, rng)
-        if data[start:start + 3] == b"\xef\xbb\xbf" and (rng is None or rng[0] == 0):
+        if data[start:start + len(UTF8_BOM)] == UTF8_BOM and (rng is None or rng[0] == 0):
             self.stat_update("files_with_bom")
         try:
             parse_jsonl(
@@ -100,11 +98,7 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                     data.close()
 
     def _parquet(self, path: str, index: int, records: PartitionRecords) -> None:
-        parquet = pq.ParquetFile(path)
-        row = 0
-        for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            for obj in batch.to_pylist():
-                records.add(obj, path=path, file_index=index, pos=row, line=None, offset=None,
-                            encoding="parquet", raw=None, row=row)
-                row += 1
-        records.column_names.update(parquet.schema_arrow.names)
+        for row, obj in enumerate(iter_parquet_rows(path)):
+            records.add(obj, path=path, file_index=index, pos=row, line=None, offset=None,
+                        encoding="parquet", raw=None, row=row)
+        records.column_names.update(pq.read_schema(path).names)

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from curator.errors import CuratorError
-from curator.io.partitioning import (
-    COMPRESSED_SUFFIXES,
+from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
-    resolve_input_files,
+    file_format,
+    is_compressed,
 )
+from curator.errors import CuratorError
+from curator.io.partitioning import resolve_input_files
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask
 
@@ -27,14 +28,6 @@ SIDECARS = frozenset(
         "sample_manifest", "subset_report", "token_counts",
     )
 )
-
-
-def file_format(path: str) -> str:
-    lower = path.lower()
-    for comp in ("", *COMPRESSED_SUFFIXES):
-        if any(lower.endswith(ext + comp) for ext in PARQUET_EXTENSIONS):
-            return "parquet"
-    return "jsonl"
 
 
 @dataclass
@@ -133,8 +126,7 @@ class IngestPartitioning(ProcessingStage[EmptyTask, FileGroupTask]):
 
         for path in self.files:  # already sorted: groups stay in global order
             size = os.path.getsize(path)
-            lower = path.lower()
-            splittable = file_format(path) == "jsonl" and not lower.endswith(COMPRESSED_SUFFIXES)
+            splittable = file_format(path) == "jsonl" and not is_compressed(path)
             if splittable and size > self.block:
                 flush()
                 for start, end, first_line in line_aligned_ranges(path, self.block):

@@ -1,5 +1,9 @@
 """Turn raw input into canonical records or rejections, one partition at a time.
 
+A record is rejected for exactly the reasons, and in the order, of the corpus kernel's
+classifier (:func:`curator.corpus.records.classify_record`, which ``add`` calls), plus
+``duplicate_id``, which only the duplicates phase decides.
+
 A per-record Python loop is used here on purpose: every rejected record needs its
 own path, line, byte offset and reason, and the id recipe hashes a JSON dump per
 record. orjson parses at about the speed of polars' NDJSON reader on this machine
@@ -19,7 +23,7 @@ import io
 import json
 import mmap
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, BinaryIO
@@ -27,18 +31,15 @@ from typing import Any, BinaryIO
 import orjson
 import pyarrow as pa
 
-from curator.ingest.decode import UTF8_BOM, FallbackDecoder
+from curator.corpus.reading import UTF8_BOM
+from curator.corpus.records import REASONS as RECORD_REASONS
+from curator.corpus.records import UNPARSABLE_LINE, RecordSpec, Rejection, classify_record
+from curator.ingest.decode import FallbackDecoder
 
-#: Why a record was not written (the ``reason`` of a rejection line).
-REASONS = (
-    "unparsable_line",
-    "not_an_object",
-    "missing_text",
-    "text_not_a_string",
-    "empty_text",
-    "missing_id",
-    "duplicate_id",
-)
+DUPLICATE_ID = "duplicate_id"
+#: Why a record was not written (the ``reason`` of a rejection line): the kernel's
+#: reasons, then a later copy of an id.
+REASONS = (*RECORD_REASONS, DUPLICATE_ID)
 
 RAW_LIMIT = 65_536  # characters of the raw line kept in a rejection record
 
@@ -53,6 +54,14 @@ class IdentitySpec:
     source: str | None = None
     #: Never ``text``, ``id`` or ``source`` (``IngestConfig.identity`` removes them).
     keep_fields: tuple[str, ...] = ("url",)
+
+    @property
+    def record_spec(self) -> RecordSpec:
+        """The kernel's view of these fields: what makes a line a record (an id is
+        required when it is taken from a field)."""
+        return RecordSpec(text_field=self.text_field, id_field=self.id_from,
+                          source_field=self.source_from, metadata_fields=self.keep_fields,
+                          require_id=self.id_from is not None)
 
     @property
     def recipe(self) -> str:
@@ -151,6 +160,9 @@ class PartitionRecords:
     line_ends: array[int] = field(default_factory=lambda: array("q"))
     size: int = 0  # bytes written to `lines`
 
+    def __post_init__(self) -> None:
+        self.record_spec = self.spec.record_spec
+
     @property
     def accepted(self) -> int:
         return len(self.ord_pos)
@@ -184,34 +196,21 @@ class PartitionRecords:
     def add(self, obj: Any, path: str, file_index: int, pos: int, line: int | None,
             offset: int | None, encoding: str, raw: str | bytes | memoryview | None,
             row: int | None = None) -> None:
-        """Validate one parsed record; stage it, or reject it with its reason.
+        """Validate one parsed record (the kernel's classifier); stage it, or reject it
+        with its reason.
 
         Positional arguments, and no dict or counter per record beyond the encoding's:
         this runs once per document and its overhead is a visible share of ingest.
         """
         spec = self.spec
-        if not isinstance(obj, dict):
-            self.reject("not_an_object", path, line, offset, raw, row)
+        if isinstance(obj, dict):
+            self.column_names.update(obj)
+        verdict = classify_record(obj, self.record_spec)
+        if type(verdict) is Rejection:
+            self.reject(verdict.reason, path, line, offset, raw, row)
             return
-        self.column_names.update(obj)
-        text = obj.get(spec.text_field)
-        if text is None:
-            self.reject("missing_text", path, line, offset, raw, row)
-            return
-        if not isinstance(text, str):
-            self.reject("text_not_a_string", path, line, offset, raw, row)
-            return
-        if not text.strip():
-            self.reject("empty_text", path, line, offset, raw, row)
-            return
-        if spec.id_from is not None:
-            value = obj.get(spec.id_from)
-            if value is None or (isinstance(value, str) and not value.strip()):
-                self.reject("missing_id", path, line, offset, raw, row)
-                return
-            doc_id = str(value)
-        else:
-            doc_id = minted_id(obj, spec)
+        text = obj[spec.text_field]
+        doc_id = str(obj[spec.id_from]) if spec.id_from is not None else minted_id(obj, spec)
         if spec.source_from is not None:
             value = obj.get(spec.source_from)
             source = "unknown" if value is None or value == "" else str(value)
@@ -244,28 +243,6 @@ class PartitionRecords:
 
 
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
-
-
-def iter_lines(data: bytes, first_line: int, base_offset: int
-               ) -> Iterator[tuple[int, int, memoryview]]:
-    """(line number, byte offset, line) of every non-blank line.
-
-    The lines are memoryviews of ``data``: no copy, and orjson parses them as they
-    are. A line is stripped (copied) only to test a leading whitespace byte (rare).
-    ``parse_jsonl`` runs the same loop inline.
-    """
-    view, find, size = memoryview(data), data.find, len(data)
-    start = len(UTF8_BOM) if base_offset == 0 and data.startswith(UTF8_BOM) else 0
-    line_no = first_line
-    while start < size:
-        end = find(b"\n", start)
-        if end < 0:
-            end = size
-        stop = end - 1 if end > start and data[end - 1] == 13 else end  # drop a "\r"
-        if stop > start and (data[start] not in _WHITESPACE or data[start:stop].strip()):
-            yield line_no, base_offset + start, view[start:stop]
-        line_no += 1
-        start = end + 1
 
 
 def _value_fields(spec: IdentitySpec) -> tuple[str, ...]:
@@ -360,10 +337,20 @@ def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str
     """Parse JSONL bytes (``data[start:end]``, at ``base_offset`` in the file) into
     ``records``; blank lines are not records.
 
-    ``data`` may be a memory map of the file (``curator.io.readers.map_file``). The
-    line loop (``iter_lines``) and, for the common record, ``PartitionRecords.add``
-    (``FastEncoder``) are inlined: this loop runs once per document, and every call
-    saved here is a visible share of ingest.
+    ``data`` may be a memory map of the file (``curator.corpus.reading.map_lines``).
+
+    Why a loop of its own rather than the kernel's ``iter_lines`` + ``classify_line``:
+    this loop runs once per document and every call saved is a visible share of ingest
+    (``bench/ingest_throughput.py``). It walks memoryviews of the mapped file with
+    ``find`` (the kernel's reader copies each line out of a copy of the block), counts
+    line numbers (blank lines included), falls back to another encoding for a line that
+    is not UTF-8, and accepts the common record inline (``FastEncoder``) without a call
+    per record. The lines are the kernel's (split on ``\n``, a BOM at the start of the
+    file skipped, lines of ASCII whitespace blank; a trailing ``\r`` is dropped from
+    ``raw`` only), and the classification is the kernel's: the inline path accepts only
+    what ``classify_record`` accepts, and everything else goes through
+    ``PartitionRecords.add``, which calls it. ``tests/unit/test_corpus_kernel.py`` checks
+    both on a hostile file.
     """
     decoder: FallbackDecoder | None = None
     spec = records.spec
@@ -450,7 +437,7 @@ def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str
                         obj = loads(raw)
                         parsed = True
                     except orjson.JSONDecodeError as exc:
-                        records.reject("unparsable_line", path, line_no, offset, raw,
+                        records.reject(UNPARSABLE_LINE, path, line_no, offset, raw,
                                        detail=str(exc))
                 if parsed:
                     # orjson reads integers beyond 64 bits as floats: where a value reaches

@@ -8,23 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from curator.corpus.formats import COMPRESSED_SUFFIXES, JSONL_EXTENSIONS, has_extension
 from curator.errors import CuratorError
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask
 
-JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
-COMPRESSED_SUFFIXES = (".gz", ".zst")
-PARQUET_EXTENSIONS = (".parquet", ".pq")
-
 PathSpec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-
-
-def _matches(path: str, extensions: Sequence[str]) -> bool:
-    name = path.lower()
-    for comp in ("", *COMPRESSED_SUFFIXES):
-        if any(name.endswith(ext + comp) for ext in extensions):
-            return True
-    return False
 
 
 def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None) -> list[str]:
@@ -37,11 +26,12 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
             for root, _dirs, files in os.walk(text):
                 for name in files:
                     path = os.path.join(root, name)
-                    if extensions is None or _matches(path, extensions):
+                    if extensions is None or has_extension(path, extensions):
                         found.add(os.path.abspath(path))
         elif glob.has_magic(text):
             for path in glob.glob(text, recursive=True):
-                if os.path.isfile(path) and (extensions is None or _matches(path, extensions)):
+                if os.path.isfile(path) and (extensions is None
+                                             or has_extension(path, extensions)):
                     found.add(os.path.abspath(path))
         elif os.path.isfile(text):
             found.add(os.path.abspath(text))
@@ -125,4 +115,4 @@ class FilePartitioningStage(ProcessingStage[EmptyTask, FileGroupTask]):
 
 def _splittable(path: str) -> bool:
     lower = path.lower()
-    return not lower.endswith(COMPRESSED_SUFFIXES) and _matches(path, JSONL_EXTENSIONS)
+    return not lower.endswith(COMPRESSED_SUFFIXES) and has_extension(path, JSONL_EXTENSIONS)

@@ -33,25 +33,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
 from curator.config import StepConfig, TokenizerRef
+from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
+from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_EXTENSIONS, PARQUET_NAMES
+from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
+from curator.corpus.reading import iter_lines
+from curator.corpus.records import RecordSpec, source_of
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
-from curator.filter.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.filter.ledger import build_ledger
-from curator.filter.stage import FilterStage, RecordSpec, shard_name, source_of
-from curator.io.lines import iter_lines
-from curator.io.partitioning import (
-    JSONL_EXTENSIONS,
-    PARQUET_EXTENSIONS,
-    FilePartitioningStage,
-    resolve_input_files,
-)
+from curator.filter.stage import FilterStage, shard_name
+from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import clear_stale_temps
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
 from curator.pipeline import PipelineResult
 from curator.policy import LoadedPolicy, check_provenance, load_policy
-from curator.profile.passes import DocumentSpec, PopulationStage, merge_populations
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
 from curator.steps._common import (
     ProgressHook,
@@ -200,14 +197,14 @@ class _Run:
         clear_stale_temps(self.out, self.rejected)  # a killed run's half-written files
 
         if self.policy is not None:  # 2. the fingerprint, before any threshold
-            spec = DocumentSpec(text_field=cfg.text_field, id_field=cfg.id_field,
-                                source_field=cfg.source_field)
+            spec = RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
+                              source_field=cfg.source_field)
             fp = self._phase("fingerprint", partitions,
-                             PopulationStage(spec=spec, work_dir=str(work)))
+                             FingerprintStage(spec=spec, work_dir=str(work)))
             self.resumed += fp.sources_skipped
-            corpus, _ = merge_populations(work, sids)
+            census = merge_fingerprints(work, sids)
             check_provenance(
-                self.policy, corpus_fingerprint=corpus["fingerprint"],
+                self.policy, corpus_fingerprint=census.fingerprint,
                 langpack_content_hash=self.pack.content_hash if self.pack else None,
                 configured_langpack_hash=(cfg.heuristic_filters.langpack_content_hash
                                           if cfg.heuristic_filters else None),
@@ -286,8 +283,7 @@ class _Run:
         if not found:
             raise CuratorError("input_glob_no_matches",
                                f"input_glob {self.config.input_glob!r} matches no files")
-        self.files = [f for f in found if not f.lower().endswith(
-            tuple(e + c for e in PARQUET_EXTENSIONS for c in ("", ".gz", ".zst")))]
+        self.files = [f for f in found if not f.lower().endswith(PARQUET_NAMES)]
         if not self.files:
             raise CuratorError(
                 "input_is_not_readable_here",

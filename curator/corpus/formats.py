@@ -1,0 +1,46 @@
+"""Corpus file formats: the one place that says which file names are JSONL or Parquet.
+
+A JSONL file ends in one of :data:`JSONL_EXTENSIONS`, optionally followed by one of
+:data:`COMPRESSED_SUFFIXES` (``part_0.jsonl.zst``); a Parquet file ends in one of
+:data:`PARQUET_EXTENSIONS` (Parquet compresses inside the file, but a ``.gz``/``.zst``
+suffix is still recognised as Parquet, so it is refused as such rather than read as
+JSONL). Matching is case-insensitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
+PARQUET_EXTENSIONS = (".parquet", ".pq")
+#: whole-file compression of JSONL input (a compressed file is never split into ranges)
+COMPRESSED_SUFFIXES = (".gz", ".zst")
+
+
+def with_compression(extensions: Sequence[str]) -> tuple[str, ...]:
+    """Every extension as is and followed by each compressed suffix."""
+    return tuple(ext + comp for ext in extensions for comp in ("", *COMPRESSED_SUFFIXES))
+
+
+#: every name ending of a JSONL file (``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``, ...)
+JSONL_NAMES = with_compression(JSONL_EXTENSIONS)
+#: every name ending of a Parquet file
+PARQUET_NAMES = with_compression(PARQUET_EXTENSIONS)
+
+
+def has_extension(path: str, extensions: Sequence[str]) -> bool:
+    """``path`` ends in one of ``extensions``, optionally followed by a compressed suffix."""
+    return path.lower().endswith(with_compression(extensions))
+
+
+def is_compressed(path: str) -> bool:
+    return path.lower().endswith(COMPRESSED_SUFFIXES)
+
+
+def is_parquet(path: str) -> bool:
+    return path.lower().endswith(PARQUET_NAMES)
+
+
+def file_format(path: str) -> str:
+    """``"parquet"`` or ``"jsonl"`` (anything that is not Parquet is read as JSONL)."""
+    return "parquet" if is_parquet(path) else "jsonl"

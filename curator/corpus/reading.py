@@ -1,0 +1,158 @@
+"""Reading a corpus: the one JSONL line reader and the record reader.
+
+**Lines.** A JSONL file (plain, ``.gz`` or ``.zst``; see :mod:`curator.corpus.formats`)
+or a byte range of a plain one is read as lines split on ``\\n`` only (U+2028 and
+friends are not line ends); a line keeps any other byte, a trailing ``\\r`` included (a
+JSON parser reads it as whitespace). Each line comes with its byte offset in the file
+(for a compressed file, in the decompressed stream). A UTF-8 byte order mark at the
+start of a file is not part of its first line. A line of ASCII whitespace only is
+blank: it is not a record, so it is neither yielded nor counted. A byte range holds the
+lines that *start* in it (the first one may start before the range).
+
+**Records.** :func:`iter_records` classifies every line (or Parquet row) with
+:func:`curator.corpus.records.classify_line`: a record, or a rejection with its reason.
+
+Ingest parses with its own, inlined loop for speed, over the same lines and with the
+same classification (``curator/ingest/records.py``, tested against this module).
+"""
+
+from __future__ import annotations
+
+import gzip
+import mmap
+from collections.abc import Iterator
+from typing import Any
+
+from curator.corpus.formats import is_compressed, is_parquet
+from curator.corpus.records import RecordSpec, Rejection, classify_line, classify_record
+
+UTF8_BOM = b"\xef\xbb\xbf"
+#: Parquet rows are converted to records this many at a time
+PARQUET_BATCH_ROWS = 8192
+
+ByteRange = tuple[int, int]
+
+
+def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
+    """The bytes of a (possibly .gz/.zst) file, or of the whole lines starting in a range
+    (a compressed file is always read whole)."""
+    lower = path.lower()
+    if lower.endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    if lower.endswith(".zst"):
+        import zstandard
+
+        with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as f:
+            return f.read()
+    with open(path, "rb") as f:
+        if byte_range is None:
+            return f.read()
+        start, end = byte_range
+        if start > 0:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":
+                f.readline()  # the line holding `start` belongs to the previous range
+        pos = f.tell()
+        if pos >= end:
+            return b""
+        data = f.read(end - pos)
+        if data and not data.endswith(b"\n"):
+            data += f.readline()
+        return data
+
+
+def map_lines(path: str, byte_range: ByteRange | None = None
+              ) -> tuple[bytes | mmap.mmap, int, int]:
+    """What :func:`read_bytes` returns, as ``(buffer, start, end)``: the bytes are
+    ``buffer[start:end]``.
+
+    For an uncompressed, non-empty file the buffer is a read-only memory map of the
+    whole file (pre-faulted with ``MAP_POPULATE`` where there is one): no copy of
+    the file into fresh memory, which costs about a tenth of what parsing it does.
+    As with any memory map (polars maps its input too), the file must not be
+    truncated while the buffer is in use. Otherwise the buffer is ``read_bytes``'.
+    """
+    if is_compressed(path):
+        data = read_bytes(path, byte_range)
+        return data, 0, len(data)
+    with open(path, "rb") as f:
+        try:
+            mm = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                           prot=mmap.PROT_READ)
+        except ValueError:  # an empty file cannot be mapped
+            return b"", 0, 0
+        except (AttributeError, TypeError, OSError):  # no POSIX mmap flags: read it
+            data = read_bytes(path, byte_range)
+            return data, 0, len(data)
+    size = len(mm)
+    if byte_range is None:
+        return mm, 0, size
+    start, end = byte_range
+    if start > 0 and mm[start - 1] != 10:  # the line holding `start` belongs to the previous range
+        nl = mm.find(b"\n", start)
+        start = size if nl < 0 else nl + 1
+    end = min(end, size)
+    if start >= end:
+        return b"", 0, 0
+    if mm[end - 1] != 10:
+        nl = mm.find(b"\n", end)
+        end = size if nl < 0 else nl + 1
+    return mm, start, end
+
+
+def read_block(path: str, byte_range: ByteRange | None) -> tuple[int, bytes]:
+    """(offset of the first byte, bytes) of the whole lines starting in ``byte_range``.
+
+    For a compressed file the offsets are in the decompressed stream (and a compressed
+    file is never split into ranges).
+    """
+    if byte_range is None or byte_range[0] == 0 or is_compressed(path):
+        return 0, read_bytes(path, byte_range)
+    with open(path, "rb") as f:
+        f.seek(byte_range[0] - 1)
+        if f.read(1) != b"\n":
+            f.readline()
+        start = f.tell()
+    return start, read_bytes(path, byte_range)
+
+
+def split_lines(data: bytes, base_offset: int = 0) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` of every non-blank line of ``data`` (which starts at
+    ``base_offset`` in its file; at offset 0 a UTF-8 BOM is skipped)."""
+    pos = 0
+    if base_offset == 0 and data.startswith(UTF8_BOM):
+        data, pos = data[len(UTF8_BOM):], len(UTF8_BOM)
+    for line in data.split(b"\n"):
+        offset = base_offset + pos
+        pos += len(line) + 1
+        if line.strip():
+            yield offset, line
+
+
+def iter_lines(path: str, byte_range: ByteRange | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` for every non-blank line of a JSONL file (or of the lines
+    starting in ``byte_range``), without its newline. Reads the whole block first, so a
+    damaged file (a truncated .gz) raises before the first line."""
+    base, data = read_block(path, byte_range)
+    return split_lines(data, base)
+
+
+def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
+    """Every row of a Parquet file as a dict, in file order."""
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        yield from batch.to_pylist()
+
+
+def iter_records(path: str, byte_range: ByteRange | None, spec: RecordSpec
+                 ) -> Iterator[tuple[int, bytes | None, dict[str, Any] | Rejection]]:
+    """``(position, line, record or rejection)`` for every line of a JSONL file (position:
+    the byte offset) or every row of a Parquet file (position: the row; line: None)."""
+    if is_parquet(path):
+        for row, obj in enumerate(iter_parquet_rows(path)):
+            yield row, None, classify_record(obj, spec)
+        return
+    for offset, line in iter_lines(path, byte_range):
+        yield offset, line, classify_line(line, spec)
