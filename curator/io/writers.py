@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,10 +46,12 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     error, fsync it, rename it into place and fsync the directory, so the new name is
     durable before the caller goes on to record the source as complete (output
     before checkpoint). On error the temp file is removed and ``path`` is untouched.
+    The temp name, ``.<name>.tmp-<host>-<pid>``, says whose it is even on a filesystem
+    that several hosts share.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = target.with_name(f".{target.name}.tmp-{_host()}-{os.getpid()}")
     try:
         with open(tmp, "wb", buffering=1 << 20) as f:
             yield f
@@ -76,7 +79,13 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-_TEMP_NAME = re.compile(r"\..+\.tmp-(\d+)")
+#: ``.<name>.tmp-<host>-<pid>``; ``.<name>.tmp-<pid>`` (no host) is an older run's, of this host
+_TEMP_NAME = re.compile(r"\..+\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)")
+
+
+def _host() -> str:
+    """This host's name as it appears in temp names (file-name safe, never empty)."""
+    return _UNSAFE.sub("-", socket.gethostname()) or "host"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -94,15 +103,20 @@ def _clear_stale_temps(directory: Path, done: set[Path]) -> None:
 
     Once, not per write: listing a directory of N outputs for each of N writes is
     quadratic. A temp file of a live process (another worker writing right now) is
-    left alone; the pid is in its name. ``done`` is the writer's own record.
+    left alone; the host and pid are in its name. A temp file of another host (an output
+    directory on a filesystem several hosts share) is left alone too: whether its writer
+    is alive cannot be told from here, and its pid may be a live or dead process of this
+    host by chance. ``done`` is the writer's own record.
     """
     if directory in done or not directory.is_dir():
         return
     done.add(directory)
+    host = _host()
     with os.scandir(directory) as entries:
         for entry in entries:
             match = _TEMP_NAME.fullmatch(entry.name)
-            if match and not _pid_alive(int(match.group(1))):
+            if (match and match["host"] in (None, host)
+                    and not _pid_alive(int(match["pid"]))):
                 Path(entry.path).unlink(missing_ok=True)
 
 

@@ -1,0 +1,659 @@
+"""Tests for gaps found by mutating the code: each fails under a change that left the rest
+of the suite green. Real components throughout: real files, real LMDB files, the bundled
+language model; the only stand-in is a second host's name (gap 11), which one machine
+cannot have otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from curator.adapter import StageAdapter
+from curator.checkpoint import (
+    METADATA_DIRNAME,
+    CheckpointStore,
+    check_local_filesystem,
+    filesystem_type,
+    read_checkpoint_file,
+    read_checkpoint_files,
+)
+from curator.corpus.langid import FastTextLangId
+from curator.errors import CuratorError
+from curator.filter.gates import GatePlan, LanguageGate, decide
+from curator.filter.ledger import KEYS, build_ledger, load_ledger
+from curator.io.writers import JsonlWriter, atomic_file, clear_stale_temps
+from curator.pipeline import Pipeline
+from curator.policy import (
+    build_candidate,
+    load_policy,
+    parse_threshold_assignments,
+    promote,
+    validate_policy,
+    write_approved,
+    write_candidate,
+)
+from curator.profile import stats
+from curator.signals.registry import IMPL_VERSION, REGISTRY
+from curator.stages import ProcessingStage
+from curator.steps.filter import FilterConfig, run_filter
+from curator.tasks import DocumentBatch, EmptyTask
+from tests.ingest._support import ingest, read_jsonl, shard_records, write_records
+from tests.unit._support import Emit, Step, batch, completed_on_disk, read_log
+
+# -- gaps 1 and 2: ingest, on_duplicate: suffix ----------------------------------------------
+
+
+def _suffix_corpus(root: Path) -> None:
+    """Two groups of duplicate ids, ``p`` and ``q``, and real ids ``p-1`` and ``p-2``.
+
+    Input order is the sorted path, then the byte offset: ``q third`` sits at offset 0 of
+    the second file, yet comes after both copies of ``q`` in the first file.
+    """
+    write_records(root / "a" / "1.jsonl", [
+        {"doc_id": "p", "text": "p first"},
+        {"doc_id": "p-1", "text": "real p-1"},
+        {"doc_id": "p-2", "text": "real p-2"},
+        {"doc_id": "q", "text": "q first"},
+        {"doc_id": "p", "text": "p second"},  # p-1 and p-2 are taken: p-3
+        {"doc_id": "q", "text": "q second " + "padding " * 20},  # q-1
+    ])
+    write_records(root / "b" / "2.jsonl", [
+        {"doc_id": "q", "text": "q third"},  # q-2
+        {"doc_id": "p", "text": "p third"},  # p-2 is real, p-3 is p second's: p-4
+        {"doc_id": "r", "text": "unique"},
+    ])
+
+
+def test_suffix_resolves_an_id_that_collides_more_than_once(tmp_path: Path) -> None:
+    """Gap 1: ``p-1`` and ``p-2`` both exist, so the second ``p`` needs two steps to a free
+    id, and the third must also step over the id the second was given."""
+    _suffix_corpus(tmp_path / "in")
+    report = ingest(str(tmp_path / "in"), tmp_path / "out", id_from="doc_id",
+                    on_duplicate="suffix", partition_size=40)
+    out = shard_records(tmp_path / "out")
+    ids = [r["id"] for r in out]
+    assert len(set(ids)) == len(ids) == 9
+    by_text = {r["text"]: r["id"] for r in out}
+    assert by_text["real p-1"] == "p-1" and by_text["real p-2"] == "p-2"
+    assert (by_text["p first"], by_text["p second"], by_text["p third"]) == ("p", "p-3", "p-4")
+    assert report["balance"] == {"seen": 9, "accepted": 9, "rejected": 0, "ok": True}
+
+
+def test_suffix_numbers_are_exact_and_follow_input_order(tmp_path: Path) -> None:
+    """Gap 2: the exact ids, in input order (path, then byte offset), not just a pattern."""
+    _suffix_corpus(tmp_path / "in")
+    report = ingest(str(tmp_path / "in"), tmp_path / "out", id_from="doc_id",
+                    on_duplicate="suffix", partition_size=40)
+    out = shard_records(tmp_path / "out")
+    assert [(r["text"].split(" padding")[0], r["id"]) for r in out] == [
+        ("p first", "p"), ("real p-1", "p-1"), ("real p-2", "p-2"), ("q first", "q"),
+        ("p second", "p-3"), ("q second", "q-1"), ("q third", "q-2"), ("p third", "p-4"),
+        ("unique", "r"),
+    ]
+    assert report["counts"]["duplicate_ids"] == 4
+    assert report["counts"]["duplicate_groups"] == 2
+    assert not (tmp_path / "out" / "rejected" / "duplicates.jsonl").exists()
+
+
+# -- gap 3: build_ledger ----------------------------------------------------------------------
+
+_UNPARSABLE = {"unit": "records:unparsable_line", "reason": "unparsable_line", "records": 1}
+
+
+def _ledger(n_input: int, n_success: int, filtered: dict[str, int]) -> dict[str, Any]:
+    return build_ledger(stage="curate/filter", source="in/*.jsonl", n_input=n_input,
+                        n_success=n_success, filtered_by_reason=filtered,
+                        failed_units=[dict(_UNPARSABLE)], quarantined_units=[],
+                        mode="filter", completed=True)
+
+
+def test_build_ledger_attributes_lost_records_to_unattributed(tmp_path: Path) -> None:
+    """Gap 3: 2 of 10 records are nowhere; the ledger says so and still balances."""
+    ledger = _ledger(10, 5, {"word_count_bounds": 0, "language": 2})
+    assert ledger == {
+        "schema_version": 1, "stage": "curate/filter", "source": "in/*.jsonl",
+        "n_input": 10, "n_success": 5, "n_filtered": 4, "n_failed": 1, "n_quarantined": 0,
+        "n_accounted": 10, "balanced": True,
+        "filtered_by_reason": {"language": 2, "unattributed": 2},
+        "failed_units": [_UNPARSABLE], "quarantined_units": [],
+        "notes": {"attribution": "per_gate", "completed": True, "mode": "filter",
+                  "unreconciled": "2 input records are neither in the output nor attributed "
+                                  "to a gate or a failed unit"},
+    }
+    assert list(ledger) == list(KEYS)
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(ledger))
+    assert load_ledger(path) == ledger
+
+
+def test_build_ledger_over_count_is_unbalanced_and_never_hidden(tmp_path: Path) -> None:
+    """Gap 3: more accounted than input. No negative ``unattributed`` may balance it: the
+    ledger stays unbalanced, and the loader refuses it."""
+    ledger = _ledger(7, 5, {"language": 2})
+    assert ledger == {
+        "schema_version": 1, "stage": "curate/filter", "source": "in/*.jsonl",
+        "n_input": 7, "n_success": 5, "n_filtered": 2, "n_failed": 1, "n_quarantined": 0,
+        "n_accounted": 8, "balanced": False,
+        "filtered_by_reason": {"language": 2},
+        "failed_units": [_UNPARSABLE], "quarantined_units": [],
+        "notes": {"attribution": "per_gate", "completed": True, "mode": "filter"},
+    }
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps(ledger))
+    with pytest.raises(CuratorError) as exc:
+        load_ledger(path)
+    assert exc.value.error_id == "ledger_invalid"
+    assert "n_input 7 != n_accounted 8" in str(exc.value)
+
+
+def test_build_ledger_balanced_has_no_unattributed() -> None:
+    """Gap 3: exactly accounted: no ``unattributed`` (not even 0) and no note."""
+    ledger = _ledger(8, 5, {"language": 2})
+    assert ledger["filtered_by_reason"] == {"language": 2}
+    assert ledger["n_accounted"] == 8 and ledger["balanced"] is True
+    assert "unreconciled" not in ledger["notes"]
+
+
+# -- gap 4: a good checkpoint file after one that crashes the reader --------------------------
+
+
+def _crasher(root: Path) -> bytes:
+    """A real writer file whose one overflow value claims 200 MiB: LMDB opens it, then
+    reads past the end of the file (SIGBUS) when the value is copied."""
+    with CheckpointStore(root, writer_id="donor") as store:
+        store.mark_completed({"bigsrc": {"blob": "x" * 20000}, "small": None})
+        path = store.path
+    data = bytearray(path.read_bytes())
+    key, pos, tampered = b"bigsrc", 0, 0
+    while (i := data.find(key, pos)) >= 0:
+        _lo, _hi, flags, ksize = struct.unpack_from("<HHHH", data, i - 8)
+        if ksize == len(key) and flags & 0x01:  # F_BIGDATA: the stats value
+            size = 200 * 1024 * 1024
+            struct.pack_into("<HH", data, i - 8, size & 0xFFFF, size >> 16)
+            tampered += 1
+        pos = i + 1
+    assert tampered == 1
+    path.unlink()
+    return bytes(data)
+
+
+def test_a_good_file_sorting_after_a_reader_crash_is_still_read(tmp_path: Path) -> None:
+    """Gap 4: the reader process dies on ``a-crash.mdb``; ``b-good.mdb`` (after it by name)
+    is still read, at start-up and when the statistics are merged."""
+    crash = _crasher(tmp_path / "donor")
+    probe = tmp_path / "probe.mdb"
+    probe.write_bytes(crash)
+    died = subprocess.run(
+        [sys.executable, "-c", "import sys; from curator.checkpoint import "
+         "read_checkpoint_file as r; r(sys.argv[1])", str(probe)],
+        capture_output=True, timeout=60, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert died.returncode < 0, "precondition: this file kills the process that reads it"
+
+    ck = tmp_path / "ck"
+    with CheckpointStore(ck, writer_id="b-good") as good:
+        good.mark_completed({"g0": {"rows": 1}, "g1": {"rows": 2}})
+    meta = ck / METADATA_DIRNAME
+    bad = meta / "a-crash.mdb"
+    bad.write_bytes(crash)
+    assert sorted(p.name for p in meta.glob("*.mdb")) == ["a-crash.mdb", "b-good.mdb"]
+
+    results = read_checkpoint_files(sorted(meta.glob("*.mdb")))
+    assert isinstance(results[bad], Exception) and "died" in str(results[bad])
+    assert results[meta / "b-good.mdb"] == ({"g0", "g1"}, {"g0": {"rows": 1}, "g1": {"rows": 2}})
+
+    with CheckpointStore(ck, writer_id="c-me") as store:
+        assert store.completed == {"g0", "g1"}
+        assert store.skipped_files == [bad]
+        assert store.stats() == {"g0": {"rows": 1}, "g1": {"rows": 2}}
+        assert store.skipped_files == [bad]
+
+
+# -- gap 5: a source stage that returns None ---------------------------------------------------
+
+
+@dataclass
+class NoneSource(ProcessingStage[EmptyTask, DocumentBatch]):
+    """A source whose ``process`` filters the root: one slot, ``None``."""
+
+    name: str = "none_source"
+
+    def process(self, task: EmptyTask) -> None:
+        return None
+
+
+@dataclass
+class NoneBatchSource(ProcessingStage[EmptyTask, DocumentBatch]):
+    """A source whose ``process_batch`` returns ``None`` instead of a list."""
+
+    name: str = "none_batch_source"
+
+    def process_batch(self, tasks: list[EmptyTask]) -> None:  # type: ignore[override]
+        return None
+
+
+@dataclass
+class HoleSource(ProcessingStage[EmptyTask, DocumentBatch]):
+    """A source fanning the root out to ``[batch 0, None, batch 2]``."""
+
+    name: str = "hole_source"
+
+    def process(self, task: EmptyTask) -> list[DocumentBatch | None]:
+        return [batch(0), None, batch(2)]
+
+
+@pytest.mark.parametrize("source", [NoneSource(), NoneBatchSource()],
+                         ids=["process", "process_batch"])
+def test_a_source_returning_none_plans_no_partition(tmp_path: Path, source) -> None:
+    """Gap 5: ``None`` is a slot filtered on purpose (docs/engine.md): no source partition
+    is opened, nothing downstream runs, nothing is recorded, nothing is left pending; the
+    run succeeds, and so does a rerun."""
+    adapted = StageAdapter(source, is_source=True).process_batch([EmptyTask()])
+    assert adapted.tasks == [] and adapted.opened == [] and adapted.events == []
+
+    log = tmp_path / "step.log"
+    for _ in range(2):
+        result = Pipeline("p", [source, Step(log=str(log))]).run(checkpoint_path=tmp_path / "ck")
+        assert (result.sources_total, result.sources_completed, result.sources_skipped) == (
+            0, 0, 0)
+        assert result.sources_pending == [] and result.tasks == [] and result.stats == {}
+    assert read_log(log) == []
+    assert completed_on_disk(tmp_path / "ck") == frozenset()
+
+
+def test_a_none_slot_at_the_source_is_neither_a_partition_nor_completed(tmp_path: Path) -> None:
+    """Gap 5: the ``None`` slot keeps its position (the others are sources ``0`` and ``2``,
+    as without it), is never opened, and is not recorded complete, even when the source is
+    also the sink (where opened sources are completed at once)."""
+    adapted = StageAdapter(HoleSource(), is_source=True, is_sink=True).process_batch(
+        [EmptyTask()])
+    assert adapted.opened == [("0", "0_0"), ("2", "0_2")]
+    assert sorted(e.source_id for e in adapted.events) == ["0", "2"]
+
+    alone = Pipeline("p", [HoleSource()]).run(checkpoint_path=tmp_path / "alone")
+    assert alone.sources_total == 2 and alone.sources_completed == 2
+    assert [t.source_id for t in alone.tasks] == ["0", "2"]
+    assert completed_on_disk(tmp_path / "alone") == {"0", "2"}
+
+    log = tmp_path / "step.log"
+    chained = Pipeline("p", [HoleSource(), Step(log=str(log))]).run(
+        checkpoint_path=tmp_path / "chained")
+    assert chained.sources_total == 2 and chained.sources_pending == []
+    assert [r["source"] for r in read_log(log)] == ["0", "2"]
+    assert completed_on_disk(tmp_path / "chained") == {"0", "2"}
+
+
+# -- gaps 6 and 7: policies ----------------------------------------------------------------------
+
+_RATIO = [float(v) for v in REGISTRY["bullet_ratio"].grid.values()]
+_MIN_AXIS, _MAX_AXIS = [0, 50, 100], [1000, 5000, 20000]
+
+
+def _report() -> dict[str, Any]:
+    """A small profile report: one max signal with a band, one interval signal."""
+    return {
+        "corpus": {"glob": "in/*.jsonl", "document_count": 100,
+                   "fingerprint": "sha256:" + "a" * 64},
+        "langpack": {"pack_id": "en-basic", "language_tag": "en", "version": "1",
+                     "content_hash": "sha256:" + "c" * 64},
+        "signals_impl_version": IMPL_VERSION,
+        "profile_digest": "sha256:" + "e" * 64,
+        "signals": [
+            {"signal": "bullet_ratio", "direction": "max", "units": "ratio",
+             "retention": [{"threshold": t, "retained": 0.9} for t in _RATIO],
+             "retention_stable_bands": [
+                 {"threshold_low": _RATIO[10], "threshold_high": _RATIO[63],
+                  "retained_at_threshold_low": 0.81, "retained_at_threshold_high": 1.0}]},
+            {"signal": "word_count", "direction": "interval", "units": "words",
+             "retention": {"kind": "surface", "min_axis": _MIN_AXIS, "max_axis": _MAX_AXIS,
+                           "retained": [[1.0] * 3] * 3}},
+        ],
+    }
+
+
+def _promote(thresholds: dict[str, Any]) -> dict[str, Any]:
+    doc, _ = promote(build_candidate(_report()), thresholds, approver="Ada",
+                     evidence="read the dropped documents", date="2024-05-01")
+    return doc
+
+
+def _bounds_doc(lo: Any, hi: Any) -> dict[str, Any]:
+    """A valid approved policy, then word_count's bounds set by hand."""
+    doc = _promote({"bullet_ratio": _RATIO[20], "word_count": (50, 5000)})
+    doc["thresholds"] = [t if t["signal"] != "word_count" else
+                         {"signal": "word_count", "min": lo, "max": hi}
+                         for t in doc["thresholds"]]
+    return doc
+
+
+def test_an_interval_with_min_equal_to_max_is_accepted_by_validation_and_promote(
+    tmp_path: Path,
+) -> None:
+    """Gap 6: ``min == max`` is one admissible value (``lo <= s <= hi``): validation,
+    loading, ``promote`` and ``curate approve``'s ``--set LO:HI`` all accept it."""
+    doc = _bounds_doc(50, 50)
+    assert validate_policy(doc) == []
+    path = tmp_path / "hand.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    loaded = load_policy(path)
+    assert loaded.status == "approved" and loaded.problems == ()
+    assert loaded.thresholds["word_count"] == (50.0, 50.0)
+
+    promoted = _promote(parse_threshold_assignments(["word_count=50:50"]))
+    assert promoted["thresholds"] == [{"signal": "word_count", "min": 50, "max": 50}]
+    assert validate_policy(promoted) == []
+    write_approved(promoted, tmp_path / "approved.yaml")
+    assert load_policy(tmp_path / "approved.yaml").thresholds == {"word_count": (50.0, 50.0)}
+    keep = REGISTRY["word_count"].keep(np.array([49.0, 50.0, 51.0]), 50.0, 50.0)
+    assert keep.tolist() == [False, True, False]
+
+
+def test_an_interval_with_min_above_max_is_refused_by_both(tmp_path: Path) -> None:
+    """Gap 6, the other side of the boundary: ``min > max`` is refused by both paths."""
+    problems = validate_policy(_bounds_doc(51, 50))
+    assert problems == ["thresholds[1] (word_count): min 51 > max 50"]
+    path = tmp_path / "hand.yaml"
+    path.write_text(yaml.safe_dump(_bounds_doc(51, 50), sort_keys=False))
+    with pytest.raises(CuratorError) as loaded:
+        load_policy(path)
+    assert loaded.value.error_id == "policy_invalid"
+    assert loaded.value.details["problems"] == problems
+    with pytest.raises(CuratorError) as promoted:
+        _promote({"word_count": (51, 50)})
+    assert promoted.value.error_id == "invalid_threshold"
+
+
+def test_override_keeps_the_first_of_duplicate_thresholds(tmp_path: Path) -> None:
+    """Gap 7: under allow_unvalidated_policy, the first entry of a repeated signal is the
+    one applied (docs/policy.md: "any repeat of a signal [is] skipped"), at its place in
+    the policy's order; the repeat is recorded in ``problems``."""
+    doc = _promote({"bullet_ratio": _RATIO[20], "word_count": (50, 5000)})
+    doc["thresholds"] = [
+        {"signal": "bullet_ratio", "max": 0.25},
+        {"signal": "word_count", "min": 50, "max": 5000},
+        {"signal": "bullet_ratio", "max": 0.75},
+    ]
+    path = tmp_path / "dup.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(CuratorError) as refused:
+        load_policy(path)
+    assert "thresholds[2] (bullet_ratio): duplicate signal" in refused.value.details["problems"]
+    policy = load_policy(path, allow_unvalidated=True)
+    assert policy.status == "override_unvalidated"
+    assert list(policy.thresholds.items()) == [("bullet_ratio", (None, 0.25)),
+                                               ("word_count", (50.0, 5000.0))]
+    assert "thresholds[2]: skipped under the override" in policy.problems
+    assert [t for t in policy.resolved()["thresholds"] if t["signal"] == "bullet_ratio"] == [
+        {"signal": "bullet_ratio", "min": None, "max": 0.25}]
+
+
+# -- gap 8: a language score exactly at min_langid_score ---------------------------------------
+
+_DIGITS = "12345 67890"  # labelled en by lid.176 with a low confidence
+_PROSE = ("The city council met on Tuesday evening to discuss the new budget for the public "
+          "library, and the mayor promised to review the proposal.")
+
+
+def _digits_score() -> float:
+    model = FastTextLangId.open(None, 500)
+    labels, conf = model.predict([_DIGITS])
+    assert labels == ["en"] and 0.05 < conf[0] < 0.3
+    return float(conf[0])
+
+
+def test_a_language_score_exactly_at_the_floor_is_kept() -> None:
+    """Gap 8: the gate keeps a confidence of *at least* ``min_langid_score`` (docs/filter.md,
+    docs/langid.md: ``score >= 0.3``): a score equal to the floor passes, one ulp more
+    fails."""
+    model = FastTextLangId.open(None, 500)
+    score = _digits_score()
+    texts = [_DIGITS, _PROSE]
+    at = decide(GatePlan(language=LanguageGate(("EN",), score)), texts, model, lambda t, n: {})
+    assert at.kept.tolist() == [True, True] and at.first_gate == [None, None]
+    assert float(at.scores["language"][0]) == score
+    above = float(np.nextafter(score, 1.0))
+    over = decide(GatePlan(language=LanguageGate(("EN",), above)), texts, model,
+                  lambda t, n: {})
+    assert over.kept.tolist() == [False, True] and over.first_gate == ["language", None]
+
+
+def test_the_filter_step_keeps_a_document_scored_exactly_at_min_langid_score(
+    tmp_path: Path,
+) -> None:
+    """Gap 8 through ``curate filter``: the configured floor equal to the document's score
+    keeps it; one ulp above removes it, attributed to the language gate."""
+    score = _digits_score()
+    inp = tmp_path / "in" / "part_0.jsonl"
+    write_records(inp, [{"id": "digits", "text": _DIGITS}, {"id": "prose", "text": _PROSE}])
+    for floor, kept in ((score, ["digits", "prose"]), (float(np.nextafter(score, 1.0)),
+                                                       ["prose"])):
+        out = tmp_path / f"out-{len(kept)}"
+        run_filter(FilterConfig(input_glob=str(inp.parent), output_dir=str(out), id_field="id",
+                                language_codes=["EN"],
+                                quality_filters={"min_langid_score": floor}))
+        assert [r["id"] for r in read_jsonl(out / "part_0.jsonl")] == kept
+        ledger = json.loads((out / "curation_ledger.json").read_text())
+        assert ledger["filtered_by_reason"] == ({} if len(kept) == 2 else {"language": 1})
+        assert ledger["balanced"] is True
+
+
+# -- gap 9: the upper end of a band --------------------------------------------------------------
+
+
+def test_a_band_ends_at_its_last_grid_point_inclusive() -> None:
+    """Gap 9: a band's ``threshold_high`` is its last in-range grid point: one that sits
+    exactly on ``max_keep_rate`` (as float arithmetic gives it) is in; the first point
+    beyond is out; a band running to the curve's end ends at the last grid point."""
+    hi = 0.3 * 3  # 0.8999999999999999: the rounded share 0.9 is on it, within the slack
+    curve = [{"threshold": t, "retained": r} for t, r in zip(
+        [0, 2, 4, 6, 8, 10, 12, 14, 16],
+        [0.4, 0.5, 0.7, 0.9, 0.900001, 0.6, 0.8, 0.85, 0.9], strict=True)]
+    assert stats._bands(curve, 0.5, hi) == [
+        {"threshold_low": 2, "threshold_high": 6,
+         "retained_at_threshold_low": 0.5, "retained_at_threshold_high": 0.9},
+        {"threshold_low": 10, "threshold_high": 16,
+         "retained_at_threshold_low": 0.6, "retained_at_threshold_high": 0.9},
+    ]
+    # a band of the whole curve
+    assert stats._bands(curve[:4], 0.3, 0.9) == [
+        {"threshold_low": 0, "threshold_high": 6,
+         "retained_at_threshold_low": 0.4, "retained_at_threshold_high": 0.9}]
+
+
+def test_a_profiled_band_reaching_the_top_of_the_grid_includes_it() -> None:
+    """Gap 9 through ``signal_block``: every score is at most 0.5, so a max signal keeps
+    everything from 0.5 up; with max_keep_rate 1.0 the band ends at the grid's last point
+    (1.0) with retained 1.0."""
+    spec = REGISTRY["bullet_ratio"]
+    rng = np.random.default_rng(9)
+    s = rng.uniform(0.0, 0.5, 400)
+    block = stats.signal_block(spec, s, np.ones(400), np.zeros(400, dtype=np.int64), ["a"],
+                               scoring_failures=0,
+                               band_search={"min_keep_rate": 0.5, "max_keep_rate": 1.0})
+    grid = [float(t) for t in spec.grid.values()]
+    bands = block["retention_stable_bands"]
+    assert len(bands) == 1
+    inside = [p["threshold"] for p in block["retention"] if 0.5 <= p["retained"] <= 1.0]
+    assert bands[0]["threshold_low"] == inside[0]
+    assert bands[0]["threshold_high"] == grid[-1] == 1.0
+    assert bands[0]["retained_at_threshold_high"] == 1.0
+
+
+# -- gap 10: integral thresholds are written as integers ----------------------------------------
+
+
+def test_integral_signals_have_int_thresholds_in_report_candidate_and_policy(
+    tmp_path: Path,
+) -> None:
+    """Gap 10: an integral signal's thresholds are ``int`` (``3``, never ``3.0``): in the
+    report's curve and bands, the interval surface's axes, the candidate YAML and the
+    approved YAML (``--set`` parses ``3`` as a float)."""
+    rng = np.random.default_rng(10)
+    n = 500
+    ones, src = np.ones(n), np.zeros(n, dtype=np.int64)
+    hits = REGISTRY["boilerplate_hits"]
+    block = stats.signal_block(hits, rng.integers(0, 8, n).astype(float), ones, src, ["a"],
+                               scoring_failures=0,
+                               band_search={"min_keep_rate": 0.5, "max_keep_rate": 1.0})
+    assert all(type(p["threshold"]) is int for p in block["retention"])
+    bands = block["retention_stable_bands"]
+    assert [(b["threshold_low"], b["threshold_high"]) for b in bands] == [(3, 20)]
+    assert all(type(b[k]) is int for b in bands for k in ("threshold_low", "threshold_high"))
+    words = REGISTRY["word_count"]
+    surface = stats.signal_block(words, rng.integers(0, 400, n).astype(float), ones, src,
+                                 ["a"], scoring_failures=0)["retention"]
+    for axis in ("min_axis", "max_axis"):
+        assert all(type(t) is int for t in surface[axis])
+    for marginal in ("marginal_min", "marginal_max"):
+        assert all(type(p["threshold"]) is int for p in surface[marginal])
+
+    report = _report()
+    report["signals"] = [block, {"signal": "word_count", "direction": "interval",
+                                 "units": "words", "retention": surface}]
+    cand_path = write_candidate(build_candidate(report), tmp_path / "candidate.yaml")
+    text = cand_path.read_text()
+    assert "threshold_low: 3\n" in text and "threshold_high: 20\n" in text
+    assert "    - 13\n" in text and "    - 20000\n" in text  # the word_count axes
+    assert not re.search(r"^ *-? *(threshold_(low|high): )?-?\d+\.0$", text, re.M), text
+    cand = yaml.safe_load(text)
+    assert all(type(t) is int for c in cand["candidates"] for b in c.get("bands", [])
+               for t in (b["threshold_low"], b["threshold_high"]))
+    assert all(type(t) is int for t in cand["candidates"][1]["surface_axes"]["min"])
+
+    chosen = parse_threshold_assignments(["boilerplate_hits=3", "word_count=13:5290"])
+    assert chosen == {"boilerplate_hits": 3.0, "word_count": (13.0, 5290.0)}
+    doc, warnings = promote(cand, chosen, approver="Ada", evidence="read them",
+                            date="2024-05-01")
+    assert not [w for w in warnings if "not_on_grid" in w], warnings
+    write_approved(doc, tmp_path / "approved.yaml")
+    approved = (tmp_path / "approved.yaml").read_text()
+    assert "max: 3\n" in approved
+    assert "min: 13\n" in approved and "max: 5290\n" in approved
+    assert not re.search(r"(min|max): -?\d+\.0$", approved, re.M), approved
+    entries = yaml.safe_load(approved)["thresholds"]
+    assert all(type(e[k]) is int for e in entries for k in ("min", "max") if k in e)
+    # a ratio signal's integral value stays a float
+    assert type(_promote({"bullet_ratio": 1.0})["thresholds"][0]["max"]) is float
+
+
+# -- gap 11: another host's files on a shared filesystem ----------------------------------------
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(proc.stdout)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    return pid
+
+
+def _this_host() -> str:
+    host = socket.gethostname()
+    assert host and all(c.isalnum() or c in ".-" for c in host), host
+    return host
+
+
+def test_a_temp_file_names_its_host_and_pid(tmp_path: Path) -> None:
+    """Gap 11: the temp name carries the host, so a pid is never read on the wrong host."""
+    target = tmp_path / "out" / "part_0.jsonl"
+    with atomic_file(target) as f:
+        f.write(b"x\n")
+        assert [p.name for p in target.parent.iterdir()] == [
+            f".part_0.jsonl.tmp-{_this_host()}-{os.getpid()}"]
+    assert [p.name for p in target.parent.iterdir()] == ["part_0.jsonl"]
+
+
+def test_stale_temp_cleanup_judges_only_this_hosts_pids(tmp_path: Path) -> None:
+    """Gap 11: an output directory several hosts share (a network filesystem). A temp file
+    of pid N on another host must not be judged by this host's pid N: it may be a live
+    writer there. Only this host's temps of dead writers are removed."""
+    dead, me, host = _dead_pid(), os.getpid(), _this_host()
+    out = tmp_path / "out"
+    (out / "rejected").mkdir(parents=True)
+    names = {
+        f".a.jsonl.tmp-{host}-{dead}": False,  # this host, writer dead: removed
+        f".b.jsonl.tmp-{dead}": False,  # an older run's name (no host), writer dead: removed
+        f".c.jsonl.tmp-{host}-{me}": True,  # this host, writer alive: kept
+        f".d.jsonl.tmp-node-7.cluster-{dead}": True,  # another host: kept
+        f".e.jsonl.tmp-node-7.cluster-{me}": True,  # another host, pid alive here by chance
+        f"rejected/.f.jsonl.tmp-node-7-{dead}": True,  # a host named with a dash and digit
+    }
+    for name in names:
+        (out / name).write_text("half a record")
+    clear_stale_temps(out)
+    assert {name: (out / name).exists() for name in names} == names
+
+    # the writer sink clears its output directory with the same rule
+    (out / f".a.jsonl.tmp-{host}-{dead}").write_text("half a record")
+    Pipeline("w", [Emit(n=1), JsonlWriter(path=str(out))]).run()
+    assert not (out / f".a.jsonl.tmp-{host}-{dead}").exists()
+    assert (out / f".d.jsonl.tmp-node-7.cluster-{dead}").exists()
+    assert (out / "0.jsonl").exists()
+
+
+def test_two_hosts_with_the_same_pid_write_separate_checkpoint_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gap 11: two hosts see the same checkpoint path; host B's driver had this process's
+    pid. Its file is another writer's: this run gets its own file, reads B's completions
+    as part of the union and leaves B's file as it was. (Host B is this process with
+    ``socket.gethostname`` answering another name: one machine has one host name.)"""
+    ck = tmp_path / "ck"
+    with monkeypatch.context() as m:
+        m.setattr(socket, "gethostname", lambda: "host-b")
+        with CheckpointStore(ck) as other:
+            other.mark_completed({"b0": {"rows": 3}})
+            other_path = other.path
+    assert other_path.name == f"host-b-{os.getpid()}.mdb"
+    before = other_path.read_bytes()
+    with CheckpointStore(ck) as store:
+        assert store.path != other_path
+        assert store.path.name == f"{_this_host()}-{os.getpid()}.mdb"
+        assert store.completed == {"b0"}
+        store.mark_completed({"a0": {"rows": 1}})
+        assert store.stats() == {"a0": {"rows": 1}, "b0": {"rows": 3}}
+    assert other_path.read_bytes() == before
+    assert read_checkpoint_file(other_path)[0] == {"b0"}
+    assert completed_on_disk(ck) == {"a0", "b0"}
+
+
+def test_a_network_filesystem_mounted_over_a_local_one_is_refused(tmp_path: Path) -> None:
+    """Gap 11: ``/proc/mounts`` lists mounts in mount order; at one mount point the last
+    one is what the path is on. NFS mounted over a local directory is NFS (refused); a
+    local filesystem mounted over an NFS one is local (accepted)."""
+    mnt = tmp_path / "mnt"
+    ckpt = mnt / "ck"
+    ckpt.mkdir(parents=True)
+    nfs_on_top = tmp_path / "mounts-nfs-on-top"
+    nfs_on_top.write_text(
+        "/dev/sda1 / ext4 rw 0 0\n"
+        f"/dev/sdb1 {mnt} ext4 rw 0 0\n"
+        f"server:/export {mnt} nfs4 rw,vers=4.2 0 0\n"
+    )
+    assert filesystem_type(ckpt, nfs_on_top) == "nfs4"
+    with pytest.raises(CuratorError) as exc:
+        check_local_filesystem(ckpt, nfs_on_top)
+    assert exc.value.error_id == "checkpoint_on_network_filesystem"
+
+    local_on_top = tmp_path / "mounts-local-on-top"
+    local_on_top.write_text(
+        "/dev/sda1 / ext4 rw 0 0\n"
+        f"server:/export {mnt} nfs4 rw,vers=4.2 0 0\n"
+        f"/dev/sdb1 {mnt} xfs rw 0 0\n"
+    )
+    assert filesystem_type(ckpt, local_on_top) == "xfs"
+    check_local_filesystem(ckpt, local_on_top)
