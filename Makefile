@@ -27,12 +27,12 @@ resume-demo: $(STAMP)
 
 ## Set up and run the lint checks, the layering contract and the test suite.
 test: $(STAMP)
-	$(BIN)/ruff check curator executors flows tests bench examples deployments
+	$(BIN)/ruff check curator curator_demo curator_testing executors flows tests bench examples deployments docs/decisions
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -ra
 
 lint: $(STAMP)
-	$(BIN)/ruff check curator executors flows tests bench examples deployments
+	$(BIN)/ruff check curator curator_demo curator_testing executors flows tests bench examples deployments docs/decisions
 	$(BIN)/lint-imports
 
 bench: $(STAMP)

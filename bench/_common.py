@@ -388,12 +388,12 @@ def _json_default(value: object) -> object:
 
 
 def prefect_env(home: Path) -> dict[str, str]:
-    from curator.environment import hermetic_env
+    from curator_testing import hermetic_env
 
     return hermetic_env(home)
 
 
 def ray_init_kwargs(temp: Path, num_cpus: int = 2) -> dict[str, object]:
-    from curator.environment import small_ray_kwargs
+    from curator_testing import small_ray_kwargs
 
     return small_ray_kwargs(temp, num_cpus)

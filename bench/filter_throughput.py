@@ -43,11 +43,11 @@ import _common as C
 import polars as pl
 import yaml
 
-from curator.demo import iter_clean_lines
+from curator.corpus.fingerprint import RowDigest, fingerprint_key, text_digest
 from curator.langpack.loader import load_langpack
-from curator.profile.fingerprint import RowDigest, fingerprint_key, text_digest
 from curator.signals.registry import IMPL_VERSION
 from curator.steps.filter import FilterConfig, run_filter
+from curator_demo import iter_clean_lines
 
 NAME = "filter_throughput"
 MB = 1_000_000
@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--langid-max-chars", type=int, default=500)
     parser.add_argument("--variants", default="floor,filter,gates:language,gates:words,"
                         "gates:policy,gates:none")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="result file (default bench/results/filter_throughput.json)")
     args = parser.parse_args()
     files = make_data(args.data_dir, args.mb)
     data_mb = sum(p.stat().st_size for p in files) / MB
@@ -205,7 +207,7 @@ def main() -> None:
                    for k, v in results.items()])
     C.write_result(NAME, {"data_mb": data_mb, "docs": docs, "files": len(files),
                           "langid_max_chars": args.langid_max_chars, "policy": POLICY,
-                          "machine_load": C.machine_load(), "results": results})
+                          "machine_load": C.machine_load(), "results": results}, args.out)
 
 
 if __name__ == "__main__":

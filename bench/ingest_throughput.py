@@ -1,7 +1,7 @@
 """Ingest throughput against the floor of reading and writing the same JSONL with polars.
 
 Data: ``--size-mb`` (default 512) of JSONL in ``--files`` files (default 16), made from
-``curator.demo.iter_clean_lines`` (the demo corpus's content kinds and proportions,
+``curator_demo.iter_clean_lines`` (the demo corpus's content kinds and proportions,
 without the line-level noise a plain JSONL reader would choke on): one block of
 ``size/files`` MB is generated once, and every file is that block with its URLs put
 on another host (``https://r007.<site>/...``), so every record has its own id. The data
@@ -66,7 +66,7 @@ URL_PREFIX = b'{"url": "https://'
 def ensure_data(folder: Path, size_mb: int, files: int, seed: int, regenerate: bool
                 ) -> dict[str, Any]:
     """Generate (or reuse) ``files`` JSONL files of ``size_mb / files`` MB each."""
-    from curator.demo import iter_clean_lines
+    from curator_demo import iter_clean_lines
 
     spec = {"size_mb": size_mb, "files": files, "seed": seed, "layout": 1}
     stamp = folder / "DATA.json"
@@ -226,11 +226,11 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
     import polars as pl
 
     from curator.artifacts import file_digest
+    from curator.corpus.reading import map_lines, read_bytes, split_lines
     from curator.ingest import records as rec
     from curator.ingest.dedup import resolve_duplicates
     from curator.ingest.parse_stage import atomic_file, records_path, staging_bytes
     from curator.ingest.shards import _ends, shard_pieces, write_shard
-    from curator.io.readers import map_lines, read_bytes
     from curator.io.writers import write_atomic
 
     shutil.rmtree(work, ignore_errors=True)
@@ -252,8 +252,9 @@ def components(data: Path, work: Path, limit_files: int) -> dict[str, Any]:
         return records
 
     records = clock("parse: parse_jsonl loop + records file (all of the below)", parse_all)
-    views = [v for blob in blobs for _, _, v in rec.iter_lines(blob, 1, 0)]
-    clock("  iter_lines (find, memoryview)", _loop, lambda b: list(rec.iter_lines(b, 1, 0)), blobs)
+    views = [v for blob in blobs for _, v in split_lines(blob)]
+    clock("  line split (the kernel's split_lines; parse_jsonl inlines a find loop)", _loop,
+          lambda b: list(split_lines(b)), blobs)
     objs = clock("  orjson.loads", lambda: [orjson.loads(v) for v in views])
     clock("  minted_id (orjson payload + sha256; the loop inlines this)", _loop,
           lambda o: rec.minted_id(o, spec), objs)

@@ -1,15 +1,20 @@
-"""Run every benchmark with modest defaults (about 10 minutes on 2 cores) and summarise.
+"""Run every benchmark with modest defaults (about 12 minutes on 2 cores) and summarise.
 
-Each benchmark runs as its own process (a fresh interpreter, so one cannot warm
-or pollute another); this script then prints one line per target. Pass ``--only
+Every script in ``bench/`` other than this one and ``_common.py`` is a benchmark, and
+``MODEST`` must name it: the script refuses to run while one is missing, so none is
+silently skipped (a one-off study belongs in a decision record under ``docs/decisions/``,
+not here). Each benchmark runs as its own process (a fresh interpreter, so one cannot
+warm or pollute another); this script then prints one line per target. Pass ``--only
 NAME[,NAME]`` to run a subset, or ``--full`` to use each benchmark's own (larger)
 defaults instead.
 
 A modest run writes ``bench/results/<name>_modest.json``, so it never replaces
 the full-size figures that the docs quote (``<name>.json``, written by
-``--full``). The modest ingest run also keeps its data apart
-(``/tmp/cb-ingest-data-modest``): the full run's data directory is reused across
-runs and regenerated when the size differs.
+``--full``). The modest ingest and filter runs also keep their data apart
+(``/tmp/cb-ingest-data-modest``, ``/tmp/cb-filter-data-modest``): the full runs' data
+directories are reused across runs and regenerated when the size differs. The signal
+benchmark names its data file by size, so its modest and full data live side by side in
+``/tmp/cb-signal-data``.
 
     .venv/bin/python bench/run_all.py
     .venv/bin/python bench/run_all.py --only memory,resume_startup
@@ -35,7 +40,20 @@ MODEST: dict[str, list[str]] = {
     # 128 MB, one repetition, no profile, its own data directory
     "ingest_throughput": ["--size-mb", "128", "--reps", "1", "--profile-mb", "0",
                           "--data-dir", "/tmp/cb-ingest-data-modest"],
+    # 50 MB of text, all 24 signals together only (the per-signal rows are for the docs)
+    "signal_throughput": ["--mb", "50", "--no-single"],
+    # 64 MB, one repetition, the floor and the whole filter only, its own data directory
+    "filter_throughput": ["--mb", "64", "--repeat", "1", "--variants", "floor,filter",
+                          "--data-dir", "/tmp/cb-filter-data-modest"],
 }
+
+#: files in bench/ that are not benchmarks
+NOT_BENCHMARKS = {"run_all", "_common"}
+
+
+def benchmark_scripts() -> list[str]:
+    """Every benchmark script in bench/: each must have an entry in ``MODEST``."""
+    return sorted(p.stem for p in BENCH.glob("*.py") if p.stem not in NOT_BENCHMARKS)
 
 
 def result_path(name: str, full: bool) -> Path:
@@ -72,6 +90,19 @@ def verdict(name: str, full: bool = False) -> str:
         parts = [f"{r['executor']}@{r['blocksize']} {r['overhead_pct']:+.1f}% "
                  f"({'met' if r['target_met'] else 'NOT met'})" for r in res.values()]
         return "orchestration overhead < 5%: " + "; ".join(parts)
+    if name == "signal_throughput":
+        mb_s = doc["all_signals_mb_per_s_per_core"]
+        return (f"all 24 signals >= {doc['target_mb_per_s_per_core']:g} MB/s per core: "
+                f"{mb_s:.1f} ({'met' if doc['meets_target'] else 'NOT met'})")
+    if name == "filter_throughput":
+        filt = res.get("filter")
+        if filt is None:
+            return "filter >= 40 MB/s per core, within 6x of the floor: not judged (no filter run)"
+        ratio = filt.get("x_floor")
+        met = filt["mb_per_cpu_s"] >= 40.0 and ratio is not None and ratio <= 6.0
+        versus = f", {ratio:.1f}x the floor" if ratio is not None else ""
+        return (f"filter >= 40 MB/s per core, within 6x of the floor: "
+                f"{filt['mb_per_cpu_s']:.1f} MB/s{versus} ({'met' if met else 'NOT met'})")
     return "?"
 
 
@@ -80,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(MODEST), help="comma-separated names")
     parser.add_argument("--full", action="store_true", help="each benchmark's own defaults")
     args = parser.parse_args(argv)
+    unregistered = set(benchmark_scripts()) - set(MODEST)
+    if unregistered:
+        parser.error(f"bench/ has benchmark(s) that run_all.py does not know: "
+                     f"{', '.join(sorted(unregistered))}; add them to MODEST and verdict() "
+                     f"(a one-off study goes to docs/decisions/ instead)")
     names = [n for n in args.only.split(",") if n]
     unknown = set(names) - set(MODEST)
     if unknown:

@@ -1,7 +1,7 @@
 """Signal scoring throughput: each of the 24 signals alone, and all 24 together.
 
 Data: ``--mb`` (default 200) MB of document text (UTF-8 bytes of the ``text`` field)
-from ``curator.demo.iter_clean_lines`` (the demo corpus's content kinds: prose, forum
+from ``curator_demo.iter_clean_lines`` (the demo corpus's content kinds: prose, forum
 threads, API docs with code, listings, ...), written once as JSONL under
 ``--data-dir`` (default ``/tmp/cb-signal-data``) and read back with ``pl.read_ndjson``.
 Scoring runs as the profile step calls it: ``score_batch`` on consecutive batches of
@@ -41,11 +41,11 @@ import _common as C
 import numpy as np
 import polars as pl
 
-from curator.demo import iter_clean_lines
 from curator.langpack.model import LangPack
 from curator.signals import _tables
 from curator.signals.registry import REGISTRY
 from curator.signals.scoring import score_batch
+from curator_demo import iter_clean_lines
 
 NAME = "signal_throughput"
 TARGET_MB_S = 20.0
@@ -161,7 +161,7 @@ def main() -> None:
 
     all_row = results[0]
     payload = {
-        "data": {"documents": docs, "mb_text": round(mb, 1), "source": "curator.demo",
+        "data": {"documents": docs, "mb_text": round(mb, 1), "source": "curator_demo",
                  "path": str(path), "batch_docs": args.batch,
                  "polars_max_threads": os.environ.get("POLARS_MAX_THREADS")},
         "setup_cpu_s": round(setup_cpu, 2),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from curator.environment import hermetic_env, small_ray_kwargs
+from curator_testing import hermetic_env, small_ray_kwargs
 
 REPO = Path(__file__).resolve().parents[1]
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="curate-tests-"))

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
-from curator.demo import MIN_DOCS, generate_demo_corpus
+from curator_demo import MIN_DOCS, generate_demo_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENTS = REPO / "deployments"

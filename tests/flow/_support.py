@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from curator.demo import generate_demo_corpus
+from curator_demo import generate_demo_corpus
 from tests.ingest._support import Cli
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from curator.demo import iter_clean_lines
+from curator_demo import iter_clean_lines
 
 REPO = Path(__file__).resolve().parents[2]
 LANGPACKS = REPO / "langpacks"

@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from curator.demo import (
+from curator.errors import CuratorError
+from curator.execution import InlineExecutor
+from curator.steps.ingest import IngestConfig, run_ingest
+from curator_demo.corpus import (
     BOM_FILE,
     CHROME_PAGES,
     CONTENT_NOISE,
@@ -28,9 +31,6 @@ from curator.demo import (
     iter_clean_lines,
     noise_counts,
 )
-from curator.errors import CuratorError
-from curator.execution import InlineExecutor
-from curator.steps.ingest import IngestConfig, run_ingest
 
 DOCS = 1000
 SEED = 7
@@ -229,7 +229,7 @@ def test_gzip_bom_and_manifest(corpus: tuple[dict[str, bytes], dict[str, Any]]) 
 
 
 def test_default_size_is_a_few_megabytes() -> None:
-    from curator.demo import DEFAULT_DOCS
+    from curator_demo import DEFAULT_DOCS
 
     files, _ = build_corpus(DEFAULT_DOCS, 1234)
     assert 3e6 <= sum(len(d) for d in files.values()) <= 5e6

@@ -869,7 +869,7 @@ def _manifest(docs: int, seed: int, content: dict[str, int], line_noise: dict[st
             "bom": name == BOM_FILE,
         }
     return {
-        "generator": "curator.demo",
+        "generator": "curator_demo",
         "seed": seed,
         "docs": docs,
         "total_bytes": sum(len(d) for d in out.values()),
@@ -905,7 +905,8 @@ def generate_demo_corpus(out: str | Path, docs: int = DEFAULT_DOCS,
 def iter_clean_lines(seed: int = DEFAULT_SEED) -> Iterator[str]:
     """Endless JSONL lines (no newline) of the accepted content kinds, in the demo's
     proportions, with no line-level noise: input that any JSONL reader can parse.
-    Used by ``bench/ingest_throughput.py``."""
+    Used by the benchmarks (``bench/ingest_throughput.py``, ``bench/signal_throughput.py``,
+    ``bench/filter_throughput.py``) and the profile tests."""
     gen = DemoCorpusGenerator(seed)
     kinds = [k for k, n in noise_counts(10_000)[0].items() for _ in range(n)]
     while True:

