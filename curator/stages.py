@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from curator.errors import CuratorError
 from curator.tasks import Task
 
 #: The counters of the source partition being processed, set by the runner.
@@ -17,10 +20,38 @@ Y = TypeVar("Y", bound=Task)
 
 @dataclass(frozen=True)
 class Resources:
-    """What one call of a stage needs; the Ray backend reserves the largest over a chain."""
+    """What a stage needs while it runs: CPUs, GPUs (both may be fractional) and memory.
+
+    ``memory`` is in bytes; 0 reserves none. The Ray backend reserves, for the Ray task
+    that takes a source partition through the stages after the source, the largest of
+    each figure over those stages (:meth:`largest`). The process pool does not use it:
+    its ``workers`` decides how many partitions run at once. See ``docs/engine.md``.
+    """
 
     cpus: float = 1.0
     gpus: float = 0.0
+    memory: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("cpus", "gpus", "memory"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0 <= value < math.inf
+            ):
+                raise CuratorError("invalid_resources",
+                                   f"Resources.{key} must be a finite number >= 0, got {value!r}")
+
+    @classmethod
+    def largest(cls, each: Iterable[Resources]) -> Resources:
+        """The requirement of a chain of stages: the largest of each figure.
+
+        A chain of no stages needs what a stage needs by default.
+        """
+        items = list(each)
+        if not items:
+            return cls()
+        return cls(cpus=max(r.cpus for r in items), gpus=max(r.gpus for r in items),
+                   memory=max(r.memory for r in items))
 
 
 class ProcessingStage(Generic[X, Y]):
@@ -38,7 +69,8 @@ class ProcessingStage(Generic[X, Y]):
     - ``is_resumable``: ``False`` for stages that cannot be replayed per source
       partition; a checkpointed run refuses them.
     - ``batch_size``: how many tasks :meth:`process_batch` receives at once.
-    - ``resources``: what one call needs.
+    - ``resources``: what the stage needs while it runs (:class:`Resources`); honoured
+      by the Ray backend.
     """
 
     name: str = ""

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import dataclasses
+import logging
+import math
 import os
 import threading
 from typing import Any
 
+import cloudpickle
 import ray
 
+from curator.errors import CuratorError
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
+from curator.stages import Resources
 from curator.tasks import Task
+
+log = logging.getLogger("curator.executors.ray")
 
 #: A small local Ray, enough for this machine's tests and demos, bound to loopback
 #: (see :func:`_keep_local_ray_on_loopback`).
@@ -40,6 +48,26 @@ def _keep_local_ray_on_loopback() -> None:
     ray_constants.ENABLE_RAY_CLUSTER = False
 
 
+def chain_resources(chain: WorkerChain) -> Resources:
+    """What one unit of this run needs: the largest Resources over the chain's stages.
+
+    The chain carries its stages only as the bytes shipped to workers, so they are read
+    back here, once per run, in the driver (no stage's ``setup`` runs).
+    """
+    adapters = cloudpickle.loads(chain.blob)
+    return Resources.largest(adapter.stage.resources for adapter in adapters)
+
+
+def fits_a_node(need: Resources, nodes: list[dict[str, float]]) -> bool:
+    """Whether one of these nodes (Ray's per-node ``Resources``) can run a unit."""
+    return any(
+        node.get("CPU", 0) >= need.cpus
+        and node.get("GPU", 0) >= need.gpus
+        and node.get("memory", 0) >= need.memory
+        for node in nodes
+    )
+
+
 def _ray_run(chain: WorkerChain, task: Task) -> UnitResult:
     return run_unit(chain, task, worker=f"{ray.get_runtime_context().get_node_id()[:8]}")
 
@@ -49,9 +77,14 @@ class RayExecutor(Executor):
 
     ``address=None`` starts (or reuses) a local Ray; ``"auto"`` or ``"ray://..."``
     joins an existing cluster. ``workers`` caps the partitions in flight (default:
-    the cluster's CPUs). A Ray instance this executor started is kept for the next
-    run (the phases of one step) and shut down by :meth:`close`, by an abandoned run,
-    or at exit; one it found running is left alone.
+    as many as the cluster's CPUs, GPUs and memory hold). A Ray instance this executor
+    started is kept for the next run (the phases of one step) and shut down by
+    :meth:`close`, by an abandoned run, or at exit; one it found running is left alone.
+
+    Each unit's Ray task reserves what the stages it runs declare
+    (:class:`~curator.stages.Resources`): the largest ``cpus``, ``gpus`` and ``memory``
+    over the stages after the source. ``cpus_per_partition``, when given, replaces the
+    stages' CPU figure for every run of this executor.
     """
 
     name = "ray"
@@ -60,7 +93,7 @@ class RayExecutor(Executor):
         self,
         address: str | None = None,
         workers: int | None = None,
-        cpus_per_partition: float = 1.0,
+        cpus_per_partition: float | None = None,
         init_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.address = address or os.environ.get("RAY_ADDRESS") or None
@@ -68,6 +101,7 @@ class RayExecutor(Executor):
         self.cpus_per_partition = cpus_per_partition
         self.init_kwargs = init_kwargs or {}
         self._owned = False
+        self._need = self._with_override(Resources())  # set per run by start()
         self._chain_ref: Any = None
         self._remote: Any = None
         # Units in flight only: a finished unit's ref is dropped at once, so its result
@@ -77,23 +111,61 @@ class RayExecutor(Executor):
 
     @property
     def capacity(self) -> int:
+        """Units that can run at once: ``workers``, or what the cluster holds of the
+        current run's requirement (CPUs, and GPUs and memory when it asks for them)."""
         if self.workers:
             return self.workers
-        cpus = ray.cluster_resources().get("CPU", 1) if ray.is_initialized() else os.cpu_count()
-        return max(1, int((cpus or 1) // max(self.cpus_per_partition, 0.01)))
+        total = ray.cluster_resources() if ray.is_initialized() else {"CPU": os.cpu_count() or 1}
+        need = self._need
+        slots = [total.get("CPU", 1) / max(need.cpus, 0.01)]
+        if need.gpus:
+            slots.append(total.get("GPU", 0) / need.gpus)
+        if need.memory:
+            slots.append(total.get("memory", 0) / need.memory)
+        return max(1, int(min(slots)))
 
     def start(self, chain: WorkerChain) -> None:
+        self._need = need = self._with_override(chain_resources(chain))
         if not ray.is_initialized():
             kwargs = dict(self.init_kwargs)
             if self.address is None:
                 _keep_local_ray_on_loopback()
                 kwargs = {**LOCAL_INIT_DEFAULTS, **kwargs}
-                if self.workers:
-                    kwargs.setdefault("num_cpus", self.workers)
+                if self.workers:  # room for ``workers`` units of this run at once
+                    kwargs.setdefault("num_cpus", math.ceil(self.workers * need.cpus))
             ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
             self._owned = True
+        self._refuse_or_warn_if_infeasible(need)
         self._chain_ref = ray.put(chain)
-        self._remote = ray.remote(num_cpus=self.cpus_per_partition, max_retries=0)(_ray_run)
+        options: dict[str, Any] = {"num_cpus": need.cpus, "num_gpus": need.gpus}
+        if need.memory:
+            options["memory"] = need.memory
+        self._remote = ray.remote(max_retries=0, **options)(_ray_run)
+
+    def _with_override(self, need: Resources) -> Resources:
+        if self.cpus_per_partition is None:
+            return need
+        return dataclasses.replace(need, cpus=self.cpus_per_partition)
+
+    def _refuse_or_warn_if_infeasible(self, need: Resources) -> None:
+        """A unit no node can hold would wait for ever. A Ray this executor started has
+        all the nodes it will ever have: refuse. A cluster it joined may grow (an
+        autoscaler): warn."""
+        nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+        if fits_a_node(need, nodes):
+            return
+        have = ", ".join(
+            f"{{CPU: {n.get('CPU', 0):g}, GPU: {n.get('GPU', 0):g}, memory: "
+            f"{int(n.get('memory', 0))}}}" for n in nodes
+        ) or "none"
+        message = (f"each source partition needs cpus={need.cpus:g}, gpus={need.gpus:g}, "
+                   f"memory={need.memory} (the largest Resources of the stages after the "
+                   f"source), but no node of this Ray has that (nodes: {have})")
+        if self._owned:
+            raise CuratorError("stage_resources_unavailable",
+                               f"{message}. Lower the stages' Resources, or join a cluster "
+                               "that has such a node (RayExecutor(address=...)).")
+        log.warning("%s: units will wait until such a node joins", message)
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
         """A future that is running from the start: Ray gives no way to tell a queued
