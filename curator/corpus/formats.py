@@ -17,6 +17,18 @@ PARQUET_EXTENSIONS = (".parquet", ".pq")
 COMPRESSED_SUFFIXES = (".gz", ".zst")
 
 
+#: Report files the steps write beside corpora (``ingest_report.json``, ...): never
+#: read as corpus input, though their extension is a JSONL one.
+SIDECARS = frozenset(
+    f"{name}.json"
+    for name in (
+        "audit_report", "curation_ledger", "decontamination_report", "flow_plan",
+        "flow_report", "ingest_report", "plan", "profile_report", "run_manifest",
+        "sample_manifest", "subset_report", "token_counts",
+    )
+)
+
+
 def with_compression(extensions: Sequence[str]) -> tuple[str, ...]:
     """Every extension as is and followed by each compressed suffix."""
     return tuple(ext + comp for ext in extensions for comp in ("", *COMPRESSED_SUFFIXES))

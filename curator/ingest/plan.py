@@ -11,6 +11,7 @@ from pathlib import Path
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
+    SIDECARS,
     file_format,
     is_compressed,
 )
@@ -18,16 +19,6 @@ from curator.errors import CuratorError
 from curator.io.partitioning import resolve_input_files
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask
-
-#: Report files other steps write beside corpora; never read as input.
-SIDECARS = frozenset(
-    f"{name}.json"
-    for name in (
-        "audit_report", "curation_ledger", "decontamination_report", "flow_plan",
-        "flow_report", "ingest_report", "plan", "profile_report", "run_manifest",
-        "sample_manifest", "subset_report", "token_counts",
-    )
-)
 
 
 @dataclass

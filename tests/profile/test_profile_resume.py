@@ -68,7 +68,7 @@ def test_sigkill_while_scoring_then_resume(tmp_path: Path, corpus: Path,
     with Cli(cfg, tmp_path / "logs", "killed", command="profile") as cli:
         cli.kill_when(lambda: len(list(scores.glob("*.parquet"))) >= 10, "10 scored partitions")
     done = len(list(scores.glob("*.parquet")))
-    total = len(list((out / ".profile-work" / "populations").glob("*.json")))
+    total = len(list((out / ".profile-work" / "fingerprint").glob("*.json")))
     assert 10 <= done < total, f"{done} of {total} partitions scored: not cut midway"
     assert not (out / "profile_report.json").exists()
 
