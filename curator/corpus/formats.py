@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
 PARQUET_EXTENSIONS = (".parquet", ".pq")
+GZIP_SUFFIX = ".gz"
+ZSTD_SUFFIX = ".zst"
 #: whole-file compression of JSONL input (a compressed file is never split into ranges)
-COMPRESSED_SUFFIXES = (".gz", ".zst")
+COMPRESSED_SUFFIXES = (GZIP_SUFFIX, ZSTD_SUFFIX)
 
 
 #: Report files the steps write beside corpora (``ingest_report.json``, ...): never

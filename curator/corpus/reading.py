@@ -23,7 +23,7 @@ import mmap
 from collections.abc import Iterator
 from typing import Any
 
-from curator.corpus.formats import is_compressed, is_parquet
+from curator.corpus.formats import GZIP_SUFFIX, ZSTD_SUFFIX, is_compressed, is_parquet
 from curator.corpus.records import RecordSpec, Rejection, classify_line, classify_record
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -37,10 +37,10 @@ def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
     """The bytes of a (possibly .gz/.zst) file, or of the whole lines starting in a range
     (a compressed file is always read whole)."""
     lower = path.lower()
-    if lower.endswith(".gz"):
+    if lower.endswith(GZIP_SUFFIX):
         with gzip.open(path, "rb") as f:
             return f.read()
-    if lower.endswith(".zst"):
+    if lower.endswith(ZSTD_SUFFIX):
         import zstandard
 
         with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as f:
