@@ -1,13 +1,19 @@
 """Configuration: pydantic-settings models loaded from YAML, ``--set`` and ``CURATE_*``.
 
-Precedence, highest first: ``--set key=value`` overrides, the YAML file,
-environment variables (``CURATE_EXECUTION__EXECUTOR=ray``,
-``CURATE_EXECUTION__WORKERS=8``, ...), then the defaults. Environment variables
-are the deployment-wide defaults; nested keys use ``__``.
+One loader (:func:`load_config`) for every way a step is started: ``curate <step>``,
+a step flow called from Python or a deployment, and ``curate flow`` (which hands each
+step a mapping: the values it derives plus the ``steps.<step>`` block). Precedence,
+highest first: ``--set key=value`` overrides, the YAML file or mapping (in a flow: the
+authored ``steps.<step>`` keys, then the flow's ``execution`` block, then the values
+the flow derives), environment variables (``CURATE_EXECUTION__EXECUTOR=ray``,
+``CURATE_EXECUTION__WORKERS=8``, ...), then the defaults. Environment variables are
+the deployment-wide defaults; nested keys use ``__``. A key that no model knows is
+refused (``unknown_config_key``) with the closest valid key suggested.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -47,6 +53,14 @@ class StepConfig(BaseSettings):
     )
 
     execution: ExecutionConfig = ExecutionConfig()
+    output_dir: str
+
+    def preflight(self, flow: Any = None) -> list[tuple[str, str]]:
+        """Problems of this config found before anything is touched, as
+        ``(error_id, message)``. A step run stops at the first; ``curate flow`` calls it
+        for every enabled step (``flow``: its :class:`~curator.steps.spec.FlowContext`)
+        and reports them all at once."""
+        return []
 
 
 C = TypeVar("C", bound=StepConfig)
@@ -97,11 +111,62 @@ def load_config(
             raise CuratorError("config_error", f"{file} must hold a mapping of keys")
         data = loaded or {}
     extra = overrides if isinstance(overrides, dict) else parse_overrides(overrides)
-    data = _deep_merge(data, extra)
+    return validate_config(model, _deep_merge(data, extra))
+
+
+def validate_config(model: type[C], data: dict[str, Any], where: str = "") -> C:
+    """``model`` from a mapping (and the environment); every problem in one error.
+
+    Unknown keys are ``unknown_config_key`` (with the closest valid key), anything else
+    ``config_error``; ``where`` prefixes the key paths (``steps.filter.``).
+    """
     try:
         return model(**data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        raise config_problem(model, exc, where) from exc
+
+
+def config_problem(model: type[BaseModel], exc: ValidationError, where: str = "") -> CuratorError:
+    """One :class:`CuratorError` for a validation failure: unknown keys first."""
+    unknown, other = [], []
+    for err in exc.errors():
+        path = where + ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            unknown.append(f"{path}{suggest(model, err['loc'])}")
+        else:
+            other.append(f"{path}: {err['msg']}")
+    if unknown:
+        return CuratorError(
+            "unknown_config_key",
+            f"unknown key{'s' if len(unknown) > 1 else ''} {'; '.join(unknown)}"
+            + (f"; also {'; '.join(other)}" if other else ""),
+            keys=unknown,
         )
-        raise CuratorError("config_error", f"invalid {model.__name__}: {problems}") from exc
+    return CuratorError("config_error", f"invalid {model.__name__}: {'; '.join(other)}")
+
+
+def suggest(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """`` (did you mean 'x'?)`` for an unknown key at ``loc`` under ``model``, or ``""``."""
+    node: Any = model
+    for part in loc[:-1]:
+        fields = getattr(node, "model_fields", None)
+        if not fields or part not in fields:
+            return ""
+        node = _model_of(fields[part].annotation)
+        if node is None:
+            return ""
+    fields = getattr(node, "model_fields", None) or {}
+    names = [a for n, f in fields.items() for a in (n, f.alias) if a]
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (``X``, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None

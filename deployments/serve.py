@@ -31,13 +31,12 @@ NIGHTLY_CRON = "0 2 * * *"  # as prefect.yaml's curate-ingest/nightly
 
 
 def _flows() -> dict[str, Any]:
-    from flows.filter import filter_flow
-    from flows.ingest import ingest_flow
+    """``curate-flow`` and every registered step's flow, by flow name."""
     from flows.pipeline_flow import curate_flow
-    from flows.profile import profile_flow
+    from flows.steps import STEP_FLOWS
 
-    return {"curate-flow": curate_flow, "curate-ingest": ingest_flow,
-            "curate-profile": profile_flow, "curate-filter": filter_flow}
+    return {"curate-flow": curate_flow,
+            **{f"curate-{key}": fl for key, fl in STEP_FLOWS.items()}}
 
 
 def build_deployments(only: list[str] | None = None, nightly: bool = False) -> list[Any]:
@@ -46,17 +45,13 @@ def build_deployments(only: list[str] | None = None, nightly: bool = False) -> l
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
-    configs = {"curate-flow": "examples/demo/flow-measure.yaml",
-               "curate-ingest": "examples/demo/ingest.yaml",
-               "curate-profile": "examples/demo/profile.yaml",
-               "curate-filter": "examples/demo/filter.yaml"}
     out = []
     for flow_name, fl in _flows().items():
         if (only and flow_name not in only) or (not only and flow_name == "curate-flow"):
             continue
-        params: dict[str, Any] = {"config": configs[flow_name]}
+        params: dict[str, Any] = {"config": demo_config(flow_name)}
         params.update({"plan": False} if flow_name == "curate-flow" else {"overrides": []})
-        # a module entrypoint (`flows.ingest:ingest_flow`): each run imports it, whatever
+        # a module entrypoint (`flows.steps:ingest_flow`): each run imports it, whatever
         # its working directory
         common: dict[str, Any] = {"parameters": params, "tags": ["curate", "served"],
                                   "entrypoint_type": EntrypointType.MODULE_PATH}
@@ -85,8 +80,17 @@ def main(argv: list[str] | None = None) -> None:
     serve(*build_deployments(args.only, args.nightly), limit=args.limit)
 
 
+def demo_config(flow_name: str) -> str:
+    """The demo config a deployment of ``flow_name`` runs with (``examples/demo/``)."""
+    if flow_name == "curate-flow":
+        return "examples/demo/flow-measure.yaml"
+    return f"examples/demo/{flow_name.removeprefix('curate-')}.yaml"
+
+
 def _flow_names() -> tuple[str, ...]:
-    return ("curate-flow", "curate-ingest", "curate-profile", "curate-filter")
+    from curator.steps.registry import STEPS
+
+    return ("curate-flow", *(spec.flow_name for spec in STEPS))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,8 @@ import typer
 
 from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_files
 from curator.errors import CuratorError
+from curator.steps.registry import STEPS
+from curator.steps.spec import StepSpec
 
 # Defaults for a Prefect that runs without a configured server (a temporary local
 # one): no telemetry, and time for a first-run database migration.
@@ -60,64 +63,29 @@ def fail(exc: CuratorError) -> None:
     raise typer.Exit(exc.exit_code)
 
 
-@app.command()
-def ingest(config: ConfigOpt, set_: SetOpt = None) -> None:
-    """Ingest a raw JSONL/Parquet corpus into canonical shards with an ingest report."""
-    from flows.ingest import ingest_flow
-    from flows.terminal import progress_bars
+def _step_command(spec: StepSpec) -> Callable[..., None]:
+    """``curate <step> --config FILE [--set key=value ...]`` for one registered step."""
 
-    _quiet_user_errors()
-    try:
-        with progress_bars({"parse": ("parse", "ingest_parse.seen"),
-                            "shards": ("write shards", "ingest_shard_writer.written")}):
-            report = ingest_flow(str(config), set_ or [])
-    except CuratorError as exc:
-        fail(exc)
-        return
-    typer.echo(
-        f"ingest: {report['documents_seen']} documents seen, {report['documents_accepted']} "
-        f"accepted, {report['documents_rejected']} rejected "
-        f"({', '.join(f'{k} {v}' for k, v in report['rejections_by_reason'].items()) or '-'}); "
-        f"{len(report['shards'])} shards in {report['output_dir']}; "
-        f"report {Path(report['output_dir']) / 'ingest_report.json'}"
-    )
+    def command(config: ConfigOpt, set_: SetOpt = None) -> None:
+        from flows.steps import STEP_FLOWS
+        from flows.terminal import progress_bars
+
+        _quiet_user_errors()
+        try:
+            with progress_bars([spec]):
+                report = STEP_FLOWS[spec.key](str(config), set_ or [])
+        except CuratorError as exc:
+            fail(exc)
+            return
+        typer.echo(spec.rendered(report).summary)
+
+    command.__doc__ = spec.help
+    command.__name__ = spec.key
+    return command
 
 
-@app.command()
-def profile(config: ConfigOpt, set_: SetOpt = None) -> None:
-    """Profile an ingested corpus: signals, candidate thresholds and a summary with plots."""
-    from flows.profile import profile_flow
-    from flows.terminal import progress_bars
-
-    _quiet_user_errors()
-    try:
-        with progress_bars({"populations": ("count sources", "profile_populations.documents"),
-                            "sample": ("sample", "profile_sample.candidates"),
-                            "scores": ("score", "profile_score.documents")}):
-            report = profile_flow(str(config), set_ or [])
-    except CuratorError as exc:
-        fail(exc)
-        return
-    out = Path(report["producer"]["output_dir"])
-    typer.echo(
-        f"profile: {report['corpus']['document_count']} documents in "
-        f"{report['corpus']['source_count']} sources, {report['sampling']['sampled']} sampled, "
-        f"{len(report['signals'])} signals; fingerprint {report['corpus']['fingerprint']}\n"
-        f"  summary    {out / 'profile_summary.md'}\n"
-        f"  candidates {out / 'candidate_policies.yaml'}  (approve with `curate approve`)\n"
-        f"  report     {out / 'profile_report.json'}"
-    )
-
-
-FLOW_PHASES = {
-    "parse": ("ingest: parse", "ingest_parse.seen"),
-    "shards": ("ingest: write shards", "ingest_shard_writer.written"),
-    "populations": ("profile: count sources", "profile_populations.documents"),
-    "sample": ("profile: sample", "profile_sample.candidates"),
-    "scores": ("profile: score", "profile_score.documents"),
-    "fingerprint": ("filter: fingerprint", "profile_populations.documents"),
-    "filter": ("filter: gates", "filter.input"),
-}
+for _spec in STEPS:
+    app.command(_spec.key)(_step_command(_spec))
 
 
 @app.command("flow")
@@ -126,13 +94,13 @@ def flow_(
     plan: Annotated[bool, typer.Option("--plan", help="write flow_plan.json, run nothing")]
     = False,
 ) -> None:
-    """Run ingest, profile, approve and filter as one flow (docs/flow.md)."""
+    """Run the enabled steps (and approval) as one flow (docs/flow.md)."""
     from flows.pipeline_flow import curate_flow
     from flows.terminal import progress_bars
 
     _quiet_user_errors()
     try:
-        with progress_bars(FLOW_PHASES):
+        with progress_bars(STEPS):
             result = curate_flow(str(config), plan=plan)
     except CuratorError as exc:
         fail(exc)
@@ -158,7 +126,7 @@ def demo_corpus(
     seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 1234,
 ) -> None:
     """Write a deterministic demo corpus: English-like web text with known noise."""
-    from curator.demo import MANIFEST_NAME, generate_demo_corpus
+    from curator_demo import MANIFEST_NAME, generate_demo_corpus
 
     try:
         manifest = generate_demo_corpus(out, docs=docs, seed=seed)
@@ -171,31 +139,6 @@ def demo_corpus(
         f"{len(manifest['files'])} files, {manifest['total_bytes'] / 1e6:.1f} MB in {out}; "
         f"noise: {', '.join(f'{k} {v}' for k, v in noise.items() if k != 'clean')}; "
         f"manifest {out / MANIFEST_NAME}"
-    )
-
-
-@app.command("filter")
-def filter_(config: ConfigOpt, set_: SetOpt = None) -> None:
-    """Apply an approved policy that matches the corpus; write a manifest and a ledger."""
-    from flows.filter import filter_flow
-    from flows.terminal import progress_bars
-
-    _quiet_user_errors()
-    try:
-        with progress_bars({"fingerprint": ("fingerprint", "profile_populations.documents"),
-                            "filter": ("filter", "filter.input")}):
-            manifest = filter_flow(str(config), set_ or [])
-    except CuratorError as exc:
-        fail(exc)
-        return
-    removed = manifest["declared"]["filtered"]
-    typer.echo(
-        f"filter: {manifest['input']['row_count']} records in, "
-        f"{manifest['output']['row_count']} kept in {manifest['output']['file_count']} "
-        f"shards; removed by gate: {', '.join(f'{k} {v}' for k, v in removed.items()) or '-'}; "
-        f"failed {manifest['declared']['failed']}; policy {manifest['policy']['status']}\n"
-        f"  rejected   {manifest['rejected_dir']}  (one line per removed record, with its "
-        "gates and scores)"
     )
 
 

@@ -11,7 +11,8 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from curator.pipeline import Progress
 
-Listener = Callable[[str, Progress], None]
+#: ``listener(step, phase, progress)``
+Listener = Callable[[str, str, Progress], None]
 _LISTENERS: list[Listener] = []
 
 
@@ -39,7 +40,7 @@ class PhaseProgress:
             )
         update_progress_artifact(artifact, progress=100.0 * p.done / max(p.total, 1))
         for listener in list(_LISTENERS):
-            listener(phase, p)
+            listener(self.step, phase, p)
 
     def describe(self) -> dict[str, Any]:
         return {phase: str(a) for phase, a in self._artifacts.items()}

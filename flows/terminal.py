@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from rich.progress import (
@@ -14,15 +14,18 @@ from rich.progress import (
 )
 
 from curator.pipeline import Progress as PartitionProgress
+from curator.steps.spec import StepSpec
 from flows.progress import add_listener
 
 
 @contextmanager
-def progress_bars(phases: dict[str, tuple[str, str]]) -> Iterator[None]:
-    """One bar per phase over source partitions, with a document count.
-
-    ``phases`` maps a phase name to (label, the statistic that counts documents).
-    """
+def progress_bars(steps: Iterable[StepSpec]) -> Iterator[Progress]:
+    """One bar per (step, phase) over source partitions, with a document count from the
+    phase's counter (two steps may both have a phase called ``sample``)."""
+    specs = list(steps)
+    prefix = len(specs) > 1
+    phases = {(s.key, ph.name): (f"{s.key}: {ph.label}" if prefix else ph.label, ph.counter)
+              for s in specs for ph in s.phases}
     bars = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -31,20 +34,21 @@ def progress_bars(phases: dict[str, tuple[str, str]]) -> Iterator[None]:
         TimeElapsedColumn(),
         transient=False,
     )
-    tasks: dict[str, int] = {}
-    docs: dict[str, float] = {}
+    tasks: dict[tuple[str, str], int] = {}
+    docs: dict[tuple[str, str], float] = {}
 
-    def listener(phase: str, p: PartitionProgress) -> None:
-        label, stat = phases.get(phase, (phase, ""))
-        if phase not in tasks:
-            tasks[phase] = bars.add_task(label, total=p.total, docs=0)
-            docs[phase] = 0
-        docs[phase] += p.stats.get(stat, 0)
-        bars.update(tasks[phase], completed=p.done, total=p.total, docs=int(docs[phase]))
+    def listener(step: str, phase: str, p: PartitionProgress) -> None:
+        key = (step, phase)
+        label, stat = phases.get(key, (f"{step}: {phase}", ""))
+        if key not in tasks:
+            tasks[key] = bars.add_task(label, total=p.total, docs=0)
+            docs[key] = 0
+        docs[key] += p.stats.get(stat, 0)
+        bars.update(tasks[key], completed=p.done, total=p.total, docs=int(docs[key]))
 
     remove = add_listener(listener)
     try:
         with bars:
-            yield
+            yield bars
     finally:
         remove()

@@ -17,16 +17,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curator.artifacts import canonical_digest, file_digest
-from curator.config import ExecutionConfig
+from curator.config import ExecutionConfig, _deep_merge, config_problem, validate_config
+from curator.corpus.formats import JSONL_NAMES
 from curator.errors import CuratorError
-from curator.io.partitioning import COMPRESSED_SUFFIXES, JSONL_EXTENSIONS, resolve_input_files
+from curator.io.partitioning import resolve_input_files
+from curator.steps.registry import BY_KEY, STEPS
+from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec
 
-ORDER = ("ingest", "profile", "filter", "audit", "decontamination", "subset")
-AVAILABLE = ("ingest", "profile", "filter")
-STEP_IDS = {name: f"curate/{name}" for name in ORDER}
+#: steps of the reference's flow that this version does not build yet
+PLANNED = ("audit", "decontamination", "subset")
 MARKER = ".curate_flow_step.json"
-#: what profile and filter read without ingest: JSONL, also compressed
-_JSONL_NAMES = tuple(e + c for e in JSONL_EXTENSIONS for c in ("", *COMPRESSED_SUFFIXES))
 
 
 class Corpus(BaseModel):
@@ -50,7 +50,10 @@ class Approve(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     from_: str | None = Field(None, alias="from")
-    thresholds: dict[str, float | list[float]] = Field(default_factory=dict)
+    #: ``{signal: value | [lo, hi]}``, or the approved policy's own list form
+    #: ``[{signal, min, max}]`` (docs/flow.md)
+    thresholds: dict[str, float | list[float]] | list[dict[str, Any]] = Field(
+        default_factory=dict)
     approver: str = ""
     evidence: str = ""
     method: str = "manual"
@@ -72,15 +75,20 @@ class FlowConfig(BaseModel):
 
 @dataclass
 class StepPlan:
-    key: str
+    spec: StepSpec
     enabled: bool
     config: dict[str, Any]
     notes: list[str] = field(default_factory=list)
-    extra: str | None = None  # what else the result depends on (the filter's policy bytes)
+    extra: str | None = None  # what else the result depends on (input files, policy bytes)
+    context: FlowContext | None = None
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
 
     @property
     def step_id(self) -> str:
-        return STEP_IDS[self.key]
+        return self.spec.step_id
 
     @property
     def output_dir(self) -> str | None:
@@ -108,7 +116,9 @@ class FlowPlan:
             "schema_version": 1, "output_root": str(self.root), "dry_run": dry_run,
             "artifacts": self.artifacts,
             "steps": [{"key": s.key, "step_id": s.step_id, "enabled": s.enabled,
-                       "notes": s.notes, "config": s.config} for s in self.steps],
+                       "notes": s.notes, "config": s.config} for s in self.steps]
+            + [{"key": key, "step_id": f"curate/{key}", "enabled": False,
+                "notes": ["not built yet in this version"], "config": {}} for key in PLANNED],
             "warnings": self.warnings,
             "problems": [{"error_id": i, "message": m} for i, m in self.problems],
         }
@@ -127,212 +137,153 @@ def load_flow_config(data: dict[str, Any]) -> FlowConfig:
     try:
         return FlowConfig.model_validate(data)
     except ValidationError as exc:
-        raise CuratorError("config_error", f"invalid flow config: {exc}") from exc
+        raise config_problem(FlowConfig, exc) from exc
 
 
 def plan_flow(config: FlowConfig) -> FlowPlan:
     """Derive every step's config and check what can be checked now (all at once)."""
     root = Path(config.output_root).resolve()
-    paths = {
-        "prepared": str(root / "ingested"),
-        "profile": str(root / "profile"),
-        "candidates": str(root / "profile" / "candidate_policies.yaml"),
-        "profile_report": str(root / "profile" / "profile_report.json"),
-        "approved_policy": str(root / "policy" / "approved_policy.yaml"),
-        "corpus": str(root / "filtered_jsonl"),
-        "checkpoints": str(root / "checkpoints"),
-    }
-    problems: list[tuple[str, str]] = []
+    paths = {name: str(root / spec.output_subdir / rel).rstrip("/.")
+             for spec in STEPS for name, rel in spec.artifacts.items()}
+    paths["approved_policy"] = str(root / "policy" / "approved_policy.yaml")
+    paths["checkpoints"] = str(root / "checkpoints")
+    problems: list[Problem] = []
     warnings: list[str] = []
     for key in config.steps:
-        if key not in ORDER:
-            problems.append(("unknown_step", f"steps.{key}: known steps are {list(ORDER)}"))
-    enabled = {k for k, v in config.steps.items() if k in ORDER and v.get("enabled", False)}
-    for key in sorted(enabled - set(AVAILABLE)):
+        if key not in BY_KEY and key not in PLANNED:
+            problems.append(("unknown_step", f"steps.{key}: known steps are "
+                             f"{[s.key for s in STEPS] + list(PLANNED)}"))
+    enabled = {k for k, v in config.steps.items() if v.get("enabled", False)}
+    for key in sorted(enabled & set(PLANNED)):
         problems.append(("step_not_available",
                          f"steps.{key} is not built yet in this version (available: "
-                         f"{list(AVAILABLE)})"))
+                         f"{[s.key for s in STEPS]})"))
     if not enabled:
         problems.append(("no_steps_enabled", "no step has enabled: true"))
     corpus = config.corpus
-    execution = config.execution.model_dump()
-    if execution.get("checkpoint_path") is None:
-        execution["checkpoint_path"] = paths["checkpoints"]
-    ingest_on = "ingest" in enabled
+    # only what the flow config sets: CURATE_EXECUTION__* fill the rest, as for a step
+    execution = config.execution.model_dump(exclude_unset=True)
+    execution.setdefault("checkpoint_path", paths["checkpoints"])
+    raw_files = _check_input(corpus, problems)
 
+    reads = CorpusView(glob=corpus.input, text_field=corpus.text_field,
+                       id_field=corpus.id_field, source_field=corpus.source_field,
+                       metadata_fields=tuple(corpus.metadata_fields))
+    approved = paths["approved_policy"] if config.approve is not None else None
+    steps: list[StepPlan] = []
+    for spec in STEPS:
+        ctx = FlowContext(root=root, corpus=corpus, reads=reads, approved_policy=approved,
+                          output_dir=str(root / spec.output_subdir))
+        authored = {k: v for k, v in config.steps.get(spec.key, {}).items() if k != "enabled"}
+        derived = {"output_dir": ctx.output_dir, **_drop_none(spec.derive(ctx))}
+        cfg = _deep_merge(derived, authored)
+        cfg["execution"] = {**execution, **(authored.get("execution") or {})}
+        step = StepPlan(spec, spec.key in enabled, cfg, context=ctx)
+        steps.append(step)
+        if step.enabled:
+            if reads.glob == corpus.input and not spec.reads_parquet and raw_files and \
+                    not any(f.lower().endswith(JSONL_NAMES) for f in raw_files):
+                problems.append(("input_has_nothing_readable",
+                                 f"{spec.step_id} reads corpus.input, which holds no JSONL "
+                                 "files: enable ingest"))
+                raw_files = []  # said once, for the first step that reads it
+            produced = spec.produces(cfg)
+            if produced is not None:
+                reads = produced
+    plan = FlowPlan(root, steps, config.approve, paths, warnings, problems)
+    _check_approval(plan, config, enabled, problems, warnings)
+    for step in steps:
+        if step.enabled:
+            problems.extend(_preflight(step, warnings))
+        elif config.steps.get(step.key):  # a disabled block: its keys must still exist
+            problems.extend(p for p in _preflight(step, warnings, keys_only=True))
+    return plan
+
+
+def _check_input(corpus: Corpus, problems: list[Problem]) -> list[str]:
     if corpus.input is None:
         problems.append(("corpus_input_missing", "corpus.input is required"))
-    else:
-        try:
-            files = resolve_input_files(corpus.input)
-            missing = ""
-        except CuratorError as exc:  # a path named outright that does not exist
-            files, missing = [], f" ({exc.message})"
-        if not files:
-            problems.append((
-                "input_matched_no_files",
-                f"corpus.input {corpus.input!r} matches no files{missing} (relative paths "
-                f"are resolved from the working directory {Path.cwd()})",
-            ))
-        elif not ingest_on and not any(f.lower().endswith(_JSONL_NAMES) for f in files):
-            problems.append(("input_has_nothing_readable",
-                             "with ingest off, corpus.input must hold JSONL files"))
+        return []
+    try:
+        files = resolve_input_files(corpus.input)
+        missing = ""
+    except CuratorError as exc:  # a path named outright that does not exist
+        files, missing = [], f" ({exc.message})"
+    if not files:
+        problems.append((
+            "input_matched_no_files",
+            f"corpus.input {corpus.input!r} matches no files{missing} (relative paths "
+            f"are resolved from the working directory {Path.cwd()})",
+        ))
+    return files
 
-    # step configs: derived values, then the authored keys on top
-    downstream = {"text_field": "text", "id_field": "id", "source_field": "source"} \
-        if ingest_on else {"text_field": corpus.text_field, "id_field": corpus.id_field,
-                           "source_field": corpus.source_field}
-    read_glob = (f"{paths['prepared']}/part_*.jsonl" if ingest_on else corpus.input)
-    derived: dict[str, dict[str, Any]] = {
-        "ingest": _drop_none({
-            "input": corpus.input, "output_dir": paths["prepared"],
-            "text_field": corpus.text_field, "id_from": corpus.id_field,
-            "id_fields": corpus.id_fields, "id_prefix": corpus.id_prefix,
-            "source_from": corpus.source_field, "source": corpus.source_value,
-            "keep_fields": corpus.metadata_fields or None,
-        }),
-        "profile": _drop_none({
-            "input_glob": read_glob, "output_dir": paths["profile"],
-            "language": corpus.language, "langpack_dir": corpus.langpack_dir, **downstream,
-        }),
-        "filter": _drop_none({
-            "input_glob": read_glob, "output_dir": paths["corpus"], **downstream,
-            "metadata_fields": [] if ingest_on else corpus.metadata_fields,
-            "emit_manifest": "run_manifest.json", "emit_ledger": "curation_ledger.json",
-        }),
-    }
-    steps: list[StepPlan] = []
-    for key in ORDER:
-        authored = {k: v for k, v in config.steps.get(key, {}).items() if k != "enabled"}
-        cfg = {**derived.get(key, {}), **authored}
-        if key in derived:
-            cfg["execution"] = {**execution, **(authored.get("execution") or {})}
-        steps.append(StepPlan(key, key in enabled, cfg))
-    plan = FlowPlan(root, steps, config.approve, paths, warnings, problems)
-    _check_steps(plan, config, enabled, problems, warnings)
-    return plan
+
+def _preflight(step: StepPlan, warnings: list[str], keys_only: bool = False) -> list[Problem]:
+    """The step's own checks: its config model (unknown keys, types), then its preflight
+    (``keys_only``: unknown keys only, for a disabled step's block)."""
+    try:
+        model = validate_config(step.spec.config, step.config, where=f"steps.{step.key}.")
+    except CuratorError as exc:
+        if keys_only and exc.error_id != "unknown_config_key":
+            return []
+        return [(exc.error_id, exc.message)]
+    if keys_only:
+        return []
+    assert step.context is not None
+    step.context.warnings = warnings
+    set_extra(step)  # a finished step's marker hashes its inputs too
+    step.context.done = step_is_done(step)
+    return model.preflight(flow=step.context)
 
 
 def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def _check_steps(plan: FlowPlan, config: FlowConfig, enabled: set[str],
-                 problems: list[tuple[str, str]], warnings: list[str]) -> None:
-    corpus, approve = config.corpus, config.approve
-    profile, filt = plan.step("profile"), plan.step("filter")
-    if "profile" in enabled:
-        if not profile.config.get("langpack_dir") or \
-                str(profile.config["langpack_dir"]).lower() == "bundled":
-            problems.append(("missing_langpack_dir",
-                             "profile is on: set corpus.langpack_dir (e.g. langpacks)"))
-        if not profile.config.get("language"):
-            problems.append(("missing_language", "profile is on: set corpus.language"))
-    hf = dict(filt.config.get("heuristic_filters") or {})
-    if approve is not None:
-        if "filter" not in enabled:
-            warnings.append("approve is set but the filter is off: the policy is written, "
-                            "not applied")
-        if hf.get("approved_policy"):
+def _check_approval(plan: FlowPlan, config: FlowConfig, enabled: set[str],
+                    problems: list[Problem], warnings: list[str]) -> None:
+    """The approve block: what it needs, and the step that applies its policy."""
+    approve = config.approve
+    if approve is None:
+        return
+    appliers = [s for s in plan.steps if s.spec.applies_policy]
+    if not any(s.enabled for s in appliers):
+        warnings.append("approve is set but no step that applies a policy is on: the policy "
+                        "is written, not applied")
+    for step in appliers:
+        authored = (config.steps.get(step.key) or {}).get("heuristic_filters") or {}
+        if authored.get("approved_policy"):
             problems.append(("conflicting_approved_policy",
-                             "approve is set and steps.filter.heuristic_filters."
+                             f"approve is set and steps.{step.key}.heuristic_filters."
                              "approved_policy names a policy too: choose one"))
-        if not approve.interactive:
-            candidate = approve.from_ or plan.artifacts["candidates"]
-            if "profile" in enabled:
-                problems.append((
-                    "profile_enabled_during_approval",
-                    "approve.thresholds needs the profile a person has read: run the flow "
-                    "once with profile on and approve off, then with profile off and approve "
-                    "set (or use approve.interactive)",
-                ))
-            elif not Path(candidate).is_file():
-                problems.append(("approve_before_profile",
-                                 f"the candidate {candidate} does not exist: profile first"))
-            if not approve.thresholds:
-                problems.append(("policy_thresholds_empty", "approve.thresholds is empty"))
-            if not approve.approver.strip():
-                problems.append(("approval_missing_approver", "approve.approver is empty"))
-            if not approve.evidence.strip():
-                problems.append(("approval_missing_evidence", "approve.evidence is empty"))
-        elif "profile" not in enabled and \
-                not Path(approve.from_ or plan.artifacts["candidates"]).is_file():
+    candidate = approve.from_ or plan.artifacts["candidates"]
+    if not approve.interactive:
+        if "profile" in enabled:
+            problems.append((
+                "profile_enabled_during_approval",
+                "approve.thresholds needs the profile a person has read: run the flow "
+                "once with profile on and approve off, then with profile off and approve "
+                "set (or use approve.interactive)",
+            ))
+        elif not Path(candidate).is_file():
             problems.append(("approve_before_profile",
-                             "interactive approval needs a profile: enable steps.profile"))
-        hf.setdefault("approved_policy", plan.artifacts["approved_policy"])
-    if "filter" in enabled:
-        if hf.get("approved_policy") and not hf.get("langpack_dir"):
-            if corpus.langpack_dir:
-                hf["langpack_dir"] = corpus.langpack_dir
-            else:
-                problems.append(("missing_langpack_dir",
-                                 "a policy is applied: set corpus.langpack_dir"))
-        if hf:
-            filt.config["heuristic_filters"] = hf
-        q = filt.config.get("quality_filters") or {}
-        if ("min_words" in q) != ("max_words" in q):
-            problems.append(("incomplete_word_filter",
-                             "steps.filter.quality_filters: min_words and max_words go "
-                             "together"))
-        elif "min_words" in q and hf.get("approved_policy") and hf.get("langpack_dir") \
-                and corpus.language and _lacks_words(hf["langpack_dir"], corpus.language):
-            problems.append(("incomplete_word_filter",
-                             "steps.filter.quality_filters: min_words/max_words need word "
-                             f"segmentation, which pack {corpus.language!r} in "
-                             f"{hf['langpack_dir']} does not declare"))
-        if not hf.get("approved_policy"):
-            warnings.append("the filter has no policy: only the language and word gates apply")
-        elif approve is None and not Path(hf["approved_policy"]).is_file():
-            problems.append(("missing_upstream_artifact",
-                             f"steps.filter.heuristic_filters.approved_policy "
-                             f"{hf['approved_policy']!r} does not exist and no approve block "
-                             "writes it"))
-        codes = filt.config.get("language_codes", ["en"])
-        if corpus.language and codes and not _shares_subtag(codes, corpus.language):
-            warnings.append(f"steps.filter.language_codes {codes} share no subtag with "
-                            f"corpus.language {corpus.language!r}: the language gate may "
-                            "remove every document")
-        out = Path(filt.config["output_dir"])
-        set_extra(filt)  # a finished filter's marker hashes its inputs and policy too
-        done = step_is_done(filt)
-        if out.is_dir() and any(out.glob("*.jsonl")) and not done and \
-                not _resumable(filt):
-            problems.append(("stale_filter_output",
-                             f"{out} already holds shards from another run: remove them or "
-                             "choose another output_root"))
-    for key in ("profile", "filter"):
-        if key in enabled and "ingest" not in enabled and plan.step(key).config.get(
-                "input_glob") is None:
-            problems.append(("missing_upstream_artifact",
-                             f"{key} needs corpus.input or ingest"))
-
-
-def _shares_subtag(codes: list[str], language: str) -> bool:
-    """Whether a gate code and the pack's tag share a subtag (``en`` ~ ``en-GB``/``en_Latn``)."""
-    def subtags(tag: str) -> set[str]:
-        return {t for t in tag.lower().replace("_", "-").split("-") if t}
-
-    wanted = subtags(language)
-    return any(subtags(c) & wanted for c in codes)
-
-
-def _lacks_words(langpack_dir: str, language: str) -> bool:
-    """Whether the pack the filter will load declares no word segmentation (a pack that
-    does not load is left for the step to report)."""
-    from curator.langpack.loader import load_langpack
-
-    try:
-        pack = load_langpack(langpack_dir, language)
-    except CuratorError:
-        return False
-    return not pack.supports("word_segmentation")
+                             f"the candidate {candidate} does not exist: profile first"))
+        if not approve.thresholds:
+            problems.append(("policy_thresholds_empty", "approve.thresholds is empty"))
+        if not approve.approver.strip():
+            problems.append(("approval_missing_approver", "approve.approver is empty"))
+        if not approve.evidence.strip():
+            problems.append(("approval_missing_evidence", "approve.evidence is empty"))
+    elif "profile" not in enabled and not Path(candidate).is_file():
+        problems.append(("approve_before_profile",
+                         "interactive approval needs a profile: enable steps.profile"))
 
 
 def set_extra(step: StepPlan) -> None:
     """What a step's result depends on besides its config: the files it reads (path,
     size, mtime: a raw file that arrived later, or shards an upstream step rewrote, make
-    it not done) and, for the filter, its policy's bytes."""
-    source = step.config.get("input" if step.key == "ingest" else "input_glob")
+    it not done) and the bytes of the files its spec names (the filter's policy)."""
+    source = step.config.get(step.spec.input_key)
     try:
         files = resolve_input_files(source) if source else []
     except CuratorError:
@@ -348,16 +299,9 @@ def set_extra(step: StepPlan) -> None:
         except OSError:
             continue
         inputs.append([name, st.st_size, st.st_mtime_ns])
-    extra: dict[str, Any] = {"inputs": inputs}
-    if step.key == "filter":
-        policy = (step.config.get("heuristic_filters") or {}).get("approved_policy")
-        extra["policy"] = file_digest(policy) if policy and Path(policy).is_file() else None
-    step.extra = canonical_digest(extra)
-
-
-def _resumable(step: StepPlan) -> bool:
-    ckpt = (step.config.get("execution") or {}).get("checkpoint_path")
-    return bool(ckpt) and any(Path(ckpt, step.key).glob("*/*/*.mdb"))
+    depends = {name: file_digest(name) if Path(name).is_file() else None
+               for name in step.spec.depends_on(step.config)}
+    step.extra = canonical_digest({"inputs": inputs, "depends_on": depends})
 
 
 def step_is_done(step: StepPlan) -> bool:
@@ -372,23 +316,7 @@ def step_is_done(step: StepPlan) -> bool:
         return False
     if recorded.get("config_hash") != step.config_hash():
         return False
-    return _artifact_complete(step)
-
-
-def _artifact_complete(step: StepPlan) -> bool:
-    out = Path(step.output_dir or "")
-    try:
-        if step.key == "ingest":
-            return bool(json.loads((out / "ingest_report.json").read_text())
-                        .get("completed_normally"))
-        if step.key == "profile":
-            return "producer" in json.loads((out / "profile_report.json").read_text())
-        if step.key == "filter":
-            manifest = step.config.get("emit_manifest") or "run_manifest.json"
-            return "completed_at" in json.loads((out / manifest).read_text())["producer"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return False
+    return step.spec.is_complete(step.config)
 
 
 def mark_done(step: StepPlan, completed_at: str) -> None:

@@ -127,6 +127,14 @@ def _languages(comp: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
+def _quantile_order(key: str) -> float:
+    """``p5`` before ``p10`` (a report read back from sorted JSON keeps the same table)."""
+    try:
+        return float(key.removeprefix("p"))
+    except ValueError:
+        return float("inf")
+
+
 def _histogram_line(hist: Mapping[str, Any] | None) -> str:
     if not hist or not hist.get("counts"):
         return "Histogram: nothing scored."
@@ -159,6 +167,7 @@ def _signal(block: Mapping[str, Any], plots: Mapping[str, str] | None) -> list[s
     for note in block.get("notes") or []:
         lines += [f"> **NOTE:** {note}", ""]
     micro = (block.get("views") or {}).get("micro") or {}
+    micro = dict(sorted(micro.items(), key=lambda kv: _quantile_order(kv[0])))
     lines += [
         "Micro quantiles:",
         "",

@@ -23,15 +23,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import platform
-import shutil
-import time
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
 from curator.config import StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_EXTENSIONS, PARQUET_NAMES
@@ -42,6 +39,7 @@ from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.ledger import build_ledger
+from curator.filter.report import render
 from curator.filter.stage import FilterStage, shard_name
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import clear_stale_temps
@@ -50,13 +48,8 @@ from curator.langpack.loader import load_langpack
 from curator.pipeline import PipelineResult
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
-from curator.steps._common import (
-    ProgressHook,
-    can_resume,
-    partition_ids,
-    prepare_work,
-    run_phase,
-)
+from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids
+from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 log = logging.getLogger("curator.filter")
 
@@ -113,6 +106,89 @@ class FilterConfig(StepConfig):
     models: FilterModels = FilterModels()
     partition_size: str | int = "64MB"
 
+    def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
+        problems: list[Problem] = []
+        out = Path(self.output_dir).resolve()
+        manifest = _artifact_path(out, self.emit_manifest)
+        if manifest is not None and manifest == _artifact_path(out, self.emit_ledger):
+            problems.append(("emit_paths_collide",
+                             f"emit_manifest and emit_ledger are both {manifest}"))
+        q = self.quality_filters
+        if (q.min_words is None) != (q.max_words is None):
+            problems.append(("incomplete_word_filter",
+                             "quality_filters: set both min_words and max_words, or neither"))
+        elif q.min_words is not None and q.max_words is not None and q.min_words > q.max_words:
+            problems.append(("config_error", f"quality_filters.min_words {q.min_words} > "
+                             f"max_words {q.max_words}"))
+        hf = self.heuristic_filters or HeuristicFilters()
+        policy = hf.approved_policy
+        if policy and (not hf.langpack_dir or hf.langpack_dir.strip().lower() == "bundled"):
+            problems.append(("missing_langpack_dir",
+                             "heuristic_filters.langpack_dir is required with a policy (there "
+                             "is no default pack root; in a flow: corpus.langpack_dir)"))
+        if flow is not None:
+            problems += self._flow_checks(flow, out)
+        return problems
+
+    def _flow_checks(self, flow: FlowContext, out: Path) -> list[Problem]:
+        """What only a flow can know: the pack's language, whether the policy will exist,
+        whether the output dir holds another run's shards."""
+        problems: list[Problem] = []
+        hf = self.heuristic_filters or HeuristicFilters()
+        language = flow.corpus.language
+        q = self.quality_filters
+        if q.min_words is not None and q.max_words is not None and hf.approved_policy and \
+                hf.langpack_dir and language and _lacks_words(hf.langpack_dir, language):
+            problems.append(("incomplete_word_filter",
+                             "quality_filters: min_words/max_words need word segmentation, "
+                             f"which pack {language!r} in {hf.langpack_dir} does not declare"))
+        if not hf.approved_policy:
+            flow.warnings.append("the filter has no policy: only the language and word gates "
+                                 "apply")
+        elif flow.approved_policy is None and not Path(hf.approved_policy).is_file():
+            problems.append(("missing_upstream_artifact",
+                             f"steps.filter.heuristic_filters.approved_policy "
+                             f"{hf.approved_policy!r} does not exist and no approve block "
+                             "writes it"))
+        if language and self.language_codes and \
+                not _shares_subtag(self.language_codes, language):
+            flow.warnings.append(f"steps.filter.language_codes {self.language_codes} share no "
+                                 f"subtag with corpus.language {language!r}: the language gate "
+                                 "may remove every document")
+        ckpt = self.execution.checkpoint_path
+        resumable = bool(ckpt) and any(Path(ckpt, "filter").glob("*/*/*.mdb"))
+        rejected = Path(self.rejected_dir).resolve() if self.rejected_dir else out / "rejected"
+        if not flow.done and not resumable and _stale_files(out, rejected):
+            problems.append(("stale_filter_output",
+                             f"{out} already holds shards from another run: remove them or "
+                             "choose another output_root"))
+        return problems
+
+
+def _stale_files(out: Path, rejected: Path) -> list[str]:
+    """JSONL files in the output or rejected dir (an earlier run's, unless resuming): the
+    rejection files count too, they would answer "why is it missing" for kept records."""
+    return [str(p) for d in (out, rejected) if d.is_dir() for p in sorted(d.glob("*.jsonl"))]
+
+
+def _shares_subtag(codes: list[str], language: str) -> bool:
+    """Whether a gate code and the pack's tag share a subtag (``en`` ~ ``en-GB``/``en_Latn``)."""
+    def subtags(tag: str) -> set[str]:
+        return {t for t in tag.lower().replace("_", "-").split("-") if t}
+
+    wanted = subtags(language)
+    return any(subtags(c) & wanted for c in codes)
+
+
+def _lacks_words(langpack_dir: str, language: str) -> bool:
+    """Whether the pack declares no word segmentation (a pack that does not load is left
+    for the run to report)."""
+    try:
+        pack = load_langpack(langpack_dir, language)
+    except CuratorError:
+        return False
+    return not pack.supports("word_segmentation")
+
 
 def _artifact_path(out: Path, value: str | None) -> Path | None:
     if value is None:
@@ -127,44 +203,23 @@ def run_filter(
     on_progress: ProgressHook | None = None,
 ) -> dict[str, Any]:
     """Run the filter; return the run manifest (also written, unless disabled)."""
-    out = Path(config.output_dir).resolve()
-    manifest_path = _artifact_path(out, config.emit_manifest)
-    ledger_path = _artifact_path(out, config.emit_ledger)
-    if manifest_path is not None and manifest_path == ledger_path:
-        raise CuratorError("emit_paths_collide",
-                           f"emit_manifest and emit_ledger are both {manifest_path}")
-    run = _Run(config, out, executor, on_progress)
-    try:
-        run.execute()
-    except BaseException as exc:
-        run.error = exc
-        raise
-    finally:
-        if run.touched_output:  # a refusal before that leaves the output dir as it was
-            manifest, ledger = run.artifacts()
-            if ledger_path is not None:
-                write_json_atomic(ledger_path, ledger)
-            if manifest_path is not None:  # last: its completed_at marks success
-                write_json_atomic(manifest_path, manifest)
-    run.cleanup()
-    return manifest
+    return FilterRun(config, executor, on_progress).run()
 
 
-class _Run:
-    """One filter run: its state, so a failure at any point still yields artifacts."""
+class FilterRun(StepRun):
+    """One filter run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
-    def __init__(self, config: FilterConfig, out: Path, executor: Executor | None,
-                 on_progress: ProgressHook | None) -> None:
-        self.config = config
-        self.out = out
-        self.executor = executor
-        self.on_progress = on_progress
-        self.started_at = utc_now()
-        self.started = time.perf_counter()
-        self.ckpt_root = (Path(config.execution.checkpoint_path).resolve() / "filter"
-                          if config.execution.checkpoint_path else None)
+    key = "filter"
+    schema_version = SCHEMA_VERSION
+    config: FilterConfig
+
+    def __init__(self, config: FilterConfig, executor: Executor | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        super().__init__(config, executor, on_progress)
+        self.manifest_path = _artifact_path(self.out, config.emit_manifest)
+        self.ledger_path = _artifact_path(self.out, config.emit_ledger)
         self.rejected = (Path(config.rejected_dir).resolve() if config.rejected_dir
-                         else out / "rejected")
+                         else self.out / "rejected")
         self.files: list[str] = []
         self.policy: LoadedPolicy | None = None
         self.pack: LangPack | None = None
@@ -172,36 +227,28 @@ class _Run:
         self.plan: GatePlan | None = None
         self.stats: dict[str, float] = {}
         self.shards: list[dict[str, Any]] = []
-        self.completed = False
-        self.touched_output = False
         self.gating = False  # the gate phase started: thresholds may have been applied
-        self.error: BaseException | None = None
-        self.resumed = 0
 
     # -- the straight line -------------------------------------------------------------
-    def execute(self) -> None:
-        cfg = self.config
-        self._check_config()
+    def refuse(self) -> None:
         self._resolve_input()
         self._load_policy()
         self.plan = self._gate_plan()
-        partitions = FilePartitioningStage(file_paths=self.files, blocksize=cfg.partition_size)
-        sids = partition_ids(partitions)
-        work = self.out / WORK_DIR
-        digest = self.config_hash()
-        # refuse a stale output dir before prepare_work, which would wipe another
-        # configuration's checkpoint and leave a work dir behind in a refused run
-        self._check_output(can_resume(work, self.ckpt_root, digest))
-        prepare_work(work, self.ckpt_root, digest)
-        self.touched_output = True
-        clear_stale_temps(self.out, self.rejected)  # a killed run's half-written files
+        self.partitions = FilePartitioningStage(file_paths=self.files,
+                                                blocksize=self.config.partition_size)
+        # an earlier run's output is refused before prepare_work, which would wipe another
+        # configuration's checkpoint
+        self._check_output(can_resume(self.work, self.ckpt_root, self.config_hash()))
 
+    def execute(self) -> None:
+        cfg, work, partitions = self.config, self.work, self.partitions
+        sids = partition_ids(partitions)
+        clear_stale_temps(self.out, self.rejected)  # a killed run's half-written files
         if self.policy is not None:  # 2. the fingerprint, before any threshold
             spec = RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
                               source_field=cfg.source_field)
-            fp = self._phase("fingerprint", partitions,
-                             FingerprintStage(spec=spec, work_dir=str(work)))
-            self.resumed += fp.sources_skipped
+            self.phase("fingerprint", partitions, FingerprintStage(spec=spec,
+                                                                   work_dir=str(work)))
             census = merge_fingerprints(work, sids)
             check_provenance(
                 self.policy, corpus_fingerprint=census.fingerprint,
@@ -220,8 +267,7 @@ class _Run:
             index={sid: i for i, sid in enumerate(sids)},
             output_dir=str(self.out), rejected_dir=str(self.rejected), model=self.model,
         )
-        result = self._phase("filter", partitions, stage)
-        self.resumed += result.sources_skipped
+        result = self.phase("filter", partitions, stage)
         self.stats = result.stats
         # 4. the write barrier: every shard on disk, counted and digested
         self.shards = [self._shard(i) for i in range(len(sids))]
@@ -232,20 +278,10 @@ class _Run:
                                f"shards hold {written} records but {self.stats.get('filter.kept')}"
                                " were kept")
         self._after_checks()  # a refused output is not a completed run: no completed_at
-        self.completed = True
 
-    def cleanup(self) -> None:
-        """Drop the work files and the checkpoint of a completed run, once its artifacts
-        are written: a run killed before that still resumes (instead of meeting its own
-        shards as stale output, without a manifest)."""
-        shutil.rmtree(self.out / WORK_DIR, ignore_errors=True)
-        if self.ckpt_root is not None:
-            shutil.rmtree(self.ckpt_root, ignore_errors=True)
-
-    def _phase(self, name: str, partitions: FilePartitioningStage, stage: Any) -> Any:
+    def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
         try:
-            return run_phase(name, partitions, stage, self.executor, self.ckpt_root,
-                             self.on_progress, "filter")
+            return super().phase(name, partitions, stage)
         except CuratorError as exc:  # keep what the completed partitions counted
             partial = exc.details.get("result")
             if name == "filter" and isinstance(partial, PipelineResult):
@@ -265,16 +301,6 @@ class _Run:
             return 0
 
     # -- refusals ----------------------------------------------------------------------
-    def _check_config(self) -> None:
-        q = self.config.quality_filters
-        if (q.min_words is None) != (q.max_words is None):
-            raise CuratorError("incomplete_word_filter",
-                               "quality_filters: set both min_words and max_words, or neither")
-        if q.min_words is not None and q.max_words is not None and q.min_words > q.max_words:
-            raise CuratorError("config_error",
-                               f"quality_filters.min_words {q.min_words} > max_words "
-                               f"{q.max_words}")
-
     def _resolve_input(self) -> None:
         found = resolve_input_files(self.config.input_glob,
                                     (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
@@ -294,8 +320,7 @@ class _Run:
     def _check_output(self, resuming: bool) -> None:
         # rejection files count too: an earlier run's would answer "why is it missing"
         # for records this run keeps
-        stale = [str(p) for d in (self.out, self.rejected) if d.is_dir()
-                 for p in sorted(d.glob("*.jsonl"))]
+        stale = _stale_files(self.out, self.rejected)
         if stale and not resuming:
             raise CuratorError(
                 "stale_filter_output",
@@ -309,10 +334,7 @@ class _Run:
         hf = self.config.heuristic_filters
         if hf is None or hf.approved_policy is None:
             return
-        if not hf.langpack_dir or hf.langpack_dir.strip().lower() == "bundled":
-            raise CuratorError("missing_langpack_dir",
-                               "heuristic_filters.langpack_dir is required with a policy "
-                               "(there is no default pack root)")
+        assert hf.langpack_dir is not None  # preflight: missing_langpack_dir
         self.policy = load_policy(hf.approved_policy,
                                   allow_unvalidated=hf.allow_unvalidated_policy)
         doc_pack = self.policy.doc.get("langpack") or {}
@@ -378,12 +400,8 @@ class _Run:
                                f"no record survived the gates; see {self.rejected}")
 
     # -- artifacts ---------------------------------------------------------------------
-    def config_hash(self) -> str:
-        body: dict[str, Any] = {"config": self.config.model_dump(mode="json",
-                                                                 exclude={"execution"})}
-        if self.policy is not None:
-            body["resolved_policy"] = self.policy.resolved()
-        return canonical_digest(body)
+    def config_extra(self) -> dict[str, Any]:
+        return {"resolved_policy": self.policy.resolved()} if self.policy is not None else {}
 
     def _shard(self, index: int) -> dict[str, Any] | None:
         path = self.out / shard_name(index)
@@ -426,7 +444,11 @@ class _Run:
                 "filtered": group("filtered"), "failed": group("failed"),
                 "source_in": group("source_in"), "source_out": group("source_out")}
 
-    def artifacts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        manifest, ledger = self._manifest_and_ledger()
+        return [(self.ledger_path, ledger), (self.manifest_path, manifest)]
+
+    def _manifest_and_ledger(self) -> tuple[dict[str, Any], dict[str, Any]]:
         c = self._counts()
         cfg = self.config
         failed_units = [{"unit": f"records:{reason}", "reason": reason, "records": n}
@@ -448,15 +470,8 @@ class _Run:
             mode=cfg.mode, completed=self.completed,
         )
         status, applied, note = self._policy_status()
-        producer: dict[str, Any] = {
-            "step_id": STEP_ID, "tool_revision": tool_revision(),
-            "config_hash": self.config_hash(), "started_at": self.started_at,
-            "runtime_dependencies": _runtime_dependencies(self.model),
-            "seconds": round(time.perf_counter() - self.started, 3),
-            "resumed_partitions": self.resumed,
-        }
-        if self.completed:
-            producer["completed_at"] = utc_now()
+        producer = self.producer()
+        producer["runtime_dependencies"] = _runtime_dependencies(self.model)
         per_source = cfg.source_field is not None
         manifest: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -490,13 +505,12 @@ class _Run:
         if self.model is not None:
             manifest["language_model"] = self.model.describe()
         if self.error is not None:
-            manifest["error"] = {"error_id": self._error_id(), "message": str(self.error)}
+            manifest["error"] = self.error_block()
         return manifest, ledger
 
     def _error_id(self) -> str:
-        if isinstance(self.error, CuratorError):
-            return self.error.error_id
-        return "internal_error" if self.error is not None else "incomplete"
+        block = self.error_block()
+        return block["error_id"] if block else "incomplete"
 
     def _policy_status(self) -> tuple[str, int, str]:
         hf = self.config.heuristic_filters
@@ -528,4 +542,51 @@ def _runtime_dependencies(model: FastTextLangId | None) -> dict[str, str]:
     return deps
 
 
-__all__ = ["WORD_GATE", "FilterConfig", "run_filter"]
+def _derive(flow: FlowContext) -> dict[str, Any]:
+    reads, corpus = flow.reads, flow.corpus
+    policy = {"approved_policy": flow.approved_policy, "langpack_dir": corpus.langpack_dir}
+    policy = {k: v for k, v in policy.items() if v is not None}
+    return {"input_glob": reads.glob, "text_field": reads.text_field,
+            "id_field": reads.id_field, "source_field": reads.source_field,
+            "metadata_fields": list(reads.metadata_fields),
+            "emit_manifest": "run_manifest.json", "emit_ledger": "curation_ledger.json",
+            "heuristic_filters": policy or None}
+
+
+def _produces(config: dict[str, Any]) -> CorpusView:
+    return CorpusView(glob=f"{config['output_dir']}/part_*.jsonl",
+                      text_field=config.get("text_field", "text"),
+                      id_field=config.get("id_field"), source_field=config.get("source_field"))
+
+
+def _depends_on(config: dict[str, Any]) -> list[str]:
+    policy = (config.get("heuristic_filters") or {}).get("approved_policy")
+    return [policy] if policy else []
+
+
+def _flow_fields(manifest: dict[str, Any]) -> dict[str, Any]:
+    policy = manifest.get("policy") or {}
+    return {"policy_status": policy.get("status"),
+            "policy_applied": bool(policy.get("thresholds_applied"))}
+
+
+SPEC = StepSpec(
+    key="filter",
+    help="Apply an approved policy that matches the corpus; write a manifest and a ledger.",
+    config=FilterConfig,
+    run=run_filter,
+    phases=(Phase("fingerprint", "fingerprint", "fingerprint.documents"),
+            Phase("filter", "gates", "filter.input")),
+    output_subdir="filtered_jsonl",
+    completion_name=lambda cfg: cfg.get("emit_manifest", "run_manifest.json"),
+    input_key="input_glob",
+    derive=_derive,
+    render=render,
+    produces=_produces,
+    depends_on=_depends_on,
+    flow_fields=_flow_fields,
+    artifacts={"corpus": ""},
+    applies_policy=True,
+)
+
+__all__ = ["SPEC", "WORD_GATE", "FilterConfig", "run_filter"]

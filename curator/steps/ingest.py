@@ -21,9 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import shutil
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,8 +29,7 @@ import polars as pl
 import pyarrow.parquet as pq
 from pydantic import Field, PositiveInt
 
-from curator.artifacts import file_digest, utc_now, write_json_atomic
-from curator.checkpoint import METADATA_DIRNAME
+from curator.artifacts import file_digest
 from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
@@ -40,10 +37,13 @@ from curator.ingest.dedup import DedupResult, resolve_duplicates
 from curator.ingest.parse_stage import ParseStage, records_path, write_jsonl_atomic
 from curator.ingest.plan import IngestPartitioning, resolve_inputs
 from curator.ingest.records import REASONS, IdentitySpec
+from curator.ingest.report import render
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
 from curator.io.partitioning import parse_size
 from curator.io.writers import write_atomic
-from curator.pipeline import Pipeline, PipelineResult, Progress
+from curator.pipeline import PipelineResult
+from curator.steps.base import ProgressHook, StepRun
+from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 log = logging.getLogger("curator.ingest")
 
@@ -69,15 +69,20 @@ class IngestConfig(StepConfig):
     shard_size: PositiveInt = 50_000
     partition_size: str | int = "64MB"
 
-    def identity(self) -> IdentitySpec:
+    def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
+        problems: list[Problem] = []
         if self.id_from is None and self.text_field not in self.id_fields:
-            raise CuratorError(
+            problems.append((
                 "invalid_identity_fields",
                 f"id_fields {self.id_fields} must include text_field {self.text_field!r}: "
                 "an id that ignores the text would merge different documents",
-            )
+            ))
         if self.source_from and self.source:
-            raise CuratorError("config_error", "set source_from or source, not both")
+            problems.append(("config_error", "set source_from or source, not both"))
+        return problems
+
+    def identity(self) -> IdentitySpec:
+        """The identity rules (call after :meth:`preflight` found nothing)."""
         reserved = {self.text_field, "text", "id", "source"}
         return IdentitySpec(
             text_field=self.text_field,
@@ -90,153 +95,131 @@ class IngestConfig(StepConfig):
         )
 
 
-ProgressHook = Callable[[str, Progress], None]
-
-
 def run_ingest(
     config: IngestConfig,
     executor: Executor | None = None,
     on_progress: ProgressHook | None = None,
 ) -> dict[str, Any]:
     """Run ingest; return the report (also written to ``<output_dir>/ingest_report.json``)."""
-    out = Path(config.output_dir).resolve()
-    report = _base_report(config, out)
-    started = time.perf_counter()
-    try:
-        _ingest(config, out, executor, on_progress, report)
-        report["completed_normally"] = True
-        report["completed_at"] = utc_now()
-        return report
-    except CuratorError as exc:
-        report["error"] = {"error_id": exc.error_id, "message": exc.message}
-        raise
-    except BaseException as exc:
-        report["error"] = {"error_id": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
-        raise
-    finally:
-        report["seconds"] = round(time.perf_counter() - started, 3)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / REPORT_NAME, report)
+    return IngestRun(config, executor, on_progress).run()
 
 
-def _base_report(config: IngestConfig, out: Path) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "step_id": "curate/ingest",
-        "run_id": uuid.uuid4().hex,
-        "started_at": utc_now(),
-        "output_dir": str(out),
-        "on_duplicate": config.on_duplicate,
-        "completed_normally": False,
-        "error": None,
-        "warnings": [],
-    }
+class IngestRun(StepRun):
+    """One ingest run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
+    key = "ingest"
+    schema_version = SCHEMA_VERSION
+    config: IngestConfig
 
-def _ingest(
-    config: IngestConfig,
-    out: Path,
-    executor: Executor | None,
-    on_progress: ProgressHook | None,
-    report: dict[str, Any],
-) -> None:
-    ckpt_root = (
-        Path(config.execution.checkpoint_path).resolve() / "ingest"
-        if config.execution.checkpoint_path
-        else None
-    )
-    try:
-        spec = config.identity()
-        report["identity"] = _identity_block(config, spec)
-        plan = resolve_inputs(config.input, config.format, out)
-    finally:
-        # The previous run's artifacts go (unless resuming) even when a refusal stops
-        # this run here, so old shards never stand beside a new, failed report.
-        resuming = _prepare_output(out, ckpt_root)
-    report["input"] = {
-        "glob": config.input, "format": plan.format, "files": len(plan.files),
-        "skipped_own_output": len(plan.skipped_own_output),
-    }
-    staging, rejected = out / STAGING, out / "rejected"
-    staging.mkdir(parents=True, exist_ok=True)
-    rejected.mkdir(parents=True, exist_ok=True)
+    def __init__(self, config: IngestConfig, executor: Executor | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        super().__init__(config, executor, on_progress)
+        self.work = self.out / STAGING  # the staged partitions are the work files
+        self.run_id = uuid.uuid4().hex
+        self.fields: dict[str, Any] = {"on_duplicate": config.on_duplicate, "warnings": []}
 
-    # 1. parse
-    partitioning = IngestPartitioning(
-        files=plan.files, block=parse_size(config.partition_size) or 1 << 26
-    )
-    parse = Pipeline(name="ingest-parse")
-    parse.add_stage(partitioning)
-    parse.add_stage(ParseStage(spec=spec, file_index={p: i for i, p in enumerate(plan.files)},
-                               staging_dir=str(staging), rejected_dir=str(rejected)))
-    parsed = _run_phase(parse, "parse", executor, ckpt_root, on_progress)
-    parts = _staged_parts(partitioning, staging)
+    def refuse(self) -> None:
+        self.identity = self.config.identity()
+        self.fields["identity"] = _identity_block(self.config, self.identity)
+        self.plan = resolve_inputs(self.config.input, self.config.format, self.out)
 
-    # 2. duplicates
-    dedup = resolve_duplicates(parts, config.on_duplicate, plan.files, plan.format)
-    stats = parsed.stats
-    counts = _counts(stats, dedup)
-    report.update(_document_fields(stats, parsed, dedup, counts))
-    report["columns_available"] = sorted(k.split(".", 2)[2] for k in stats
-                                         if k.startswith("ingest_parse.column."))
-    if dedup.duplicate_ids and config.on_duplicate == "refuse":
+    def clear_outputs(self) -> None:
+        for path in self.out.glob("part_*.jsonl"):
+            path.unlink()
+        shutil.rmtree(self.out / "rejected", ignore_errors=True)
+        (self.out / REPORT_NAME).unlink(missing_ok=True)
+
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        producer = self.producer()
+        report = {
+            "schema_version": SCHEMA_VERSION, "step_id": self.step_id,
+            "run_id": self.run_id, "started_at": self.started_at,
+            "output_dir": str(self.out), **self.fields,
+            "completed_normally": self.completed, "error": self.error_block(),
+            "seconds": producer["seconds"], "producer": producer,
+        }
+        if self.completed:
+            report["completed_at"] = producer["completed_at"]
+        return [(self.out / REPORT_NAME, report)]
+
+    def execute(self) -> None:
+        config, out, plan, report = self.config, self.out, self.plan, self.fields
+        report["input"] = {
+            "glob": config.input, "format": plan.format, "files": len(plan.files),
+            "skipped_own_output": len(plan.skipped_own_output),
+        }
+        staging, rejected = out / STAGING, out / "rejected"
+        rejected.mkdir(parents=True, exist_ok=True)
+
+        # 1. parse
+        partitioning = IngestPartitioning(
+            files=plan.files, block=parse_size(config.partition_size) or 1 << 26
+        )
+        parsed = self.phase("parse", partitioning, ParseStage(
+            spec=self.identity, file_index={p: i for i, p in enumerate(plan.files)},
+            staging_dir=str(staging), rejected_dir=str(rejected)))
+        parts = _staged_parts(partitioning, staging)
+
+        # 2. duplicates
+        dedup = resolve_duplicates(parts, config.on_duplicate, plan.files, plan.format)
+        stats = parsed.stats
+        counts = _counts(stats, dedup)
+        report.update(_document_fields(stats, parsed, dedup, counts))
+        report["columns_available"] = sorted(k.split(".", 2)[2] for k in stats
+                                             if k.startswith("ingest_parse.column."))
+        if dedup.duplicate_ids and config.on_duplicate == "refuse":
+            report["counts"] = counts
+            report["duplicates"] = {"copies": dedup.duplicate_ids,
+                                    "groups": dedup.duplicate_groups,
+                                    "examples": dedup.examples}
+            raise CuratorError(
+                "duplicate_documents",
+                f"{dedup.duplicate_ids} duplicate copies in {dedup.duplicate_groups} groups "
+                f"of equal ids; examples: {_examples_text(dedup)}. Set on_duplicate: drop "
+                "(keep the first copy) or suffix (rename later copies), or fix the input.",
+                examples=dedup.examples,
+            )
+        decisions_path = staging / "_decisions.parquet"
+        buf = io.BytesIO()
+        dedup.decisions.write_parquet(buf)
+        write_atomic(decisions_path, buf.getvalue())
+        write_jsonl_atomic(rejected / "duplicates.jsonl", dedup.rejections)
+        if counts["written"] == 0:
+            report["counts"] = counts
+            raise CuratorError(
+                "no_usable_documents",
+                f"none of {counts['records_read']} records is usable: "
+                f"{_reasons_text(report['rejections_by_reason'])}; see {rejected}",
+            )
+
+        # 3. shards
+        drops = dedup.decisions.filter(pl.col("action") == "drop").group_by("part").len()
+        dropped = dict(zip(drops["part"].to_list(), drops["len"].to_list(), strict=True))
+        kept = [(sid, pq.ParquetFile(path).metadata.num_rows - dropped.get(sid, 0))
+                for sid, path in parts]
+        shards = plan_shards(kept, config.shard_size)
+        for stale in out.glob("part_*.jsonl"):
+            if not _is_planned(stale.name, len(shards)):
+                stale.unlink()
+        written = self.phase("shards", ShardPlanStage(shards=shards), ShardWriterStage(
+            staging_dir=str(staging), output_dir=str(out), decisions_path=str(decisions_path)))
+        if int(written.stats.get("ingest_shard_writer.written", 0)) != counts["written"]:
+            raise CuratorError(
+                "ingest_count_mismatch",
+                f"shards hold {written.stats.get('ingest_shard_writer.written', 0)} documents "
+                f"but {counts['written']} were accepted",
+            )
         report["counts"] = counts
-        report["duplicates"] = {"copies": dedup.duplicate_ids, "groups": dedup.duplicate_groups,
-                                "examples": dedup.examples}
-        raise CuratorError(
-            "duplicate_documents",
-            f"{dedup.duplicate_ids} duplicate copies in {dedup.duplicate_groups} groups of "
-            f"equal ids; examples: {_examples_text(dedup)}. Set on_duplicate: drop (keep the "
-            "first copy) or suffix (rename later copies), or fix the input.",
-            examples=dedup.examples,
-        )
-    decisions_path = staging / "_decisions.parquet"
-    buf = io.BytesIO()
-    dedup.decisions.write_parquet(buf)
-    write_atomic(decisions_path, buf.getvalue())
-    write_jsonl_atomic(rejected / "duplicates.jsonl", dedup.rejections)
-    if counts["written"] == 0:
-        report["counts"] = counts
-        raise CuratorError(
-            "no_usable_documents",
-            f"none of {counts['records_read']} records is usable: "
-            f"{_reasons_text(report['rejections_by_reason'])}; see {rejected}",
-        )
-
-    # 3. shards
-    drops = dedup.decisions.filter(pl.col("action") == "drop").group_by("part").len()
-    dropped = dict(zip(drops["part"].to_list(), drops["len"].to_list(), strict=True))
-    kept = [(sid, pq.ParquetFile(path).metadata.num_rows - dropped.get(sid, 0))
-            for sid, path in parts]
-    shards = plan_shards(kept, config.shard_size)
-    for stale in out.glob("part_*.jsonl"):
-        if not _is_planned(stale.name, len(shards)):
-            stale.unlink()
-    writer = Pipeline(name="ingest-shards")
-    writer.add_stage(ShardPlanStage(shards=shards))
-    writer.add_stage(ShardWriterStage(staging_dir=str(staging), output_dir=str(out),
-                                      decisions_path=str(decisions_path)))
-    written = _run_phase(writer, "shards", executor, ckpt_root, on_progress)
-    if int(written.stats.get("ingest_shard_writer.written", 0)) != counts["written"]:
-        raise CuratorError(
-            "ingest_count_mismatch",
-            f"shards hold {written.stats.get('ingest_shard_writer.written', 0)} documents but "
-            f"{counts['written']} were accepted",
-        )
-    report["counts"] = counts
-    report["was_resumed"] = resuming or parsed.sources_skipped > 0 or written.sources_skipped > 0
-    report["shards"] = [
-        {"name": f"part_{s.index}.jsonl",
-         "rows": sum(b - a for _, a, b in s.data),
-         "sha256": _shard_digest(out, staging, s.index)}
-        for s in shards
-    ]
-    report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
-                            "skipped_resumed": parsed.sources_skipped + written.sources_skipped}
-    shutil.rmtree(staging, ignore_errors=True)
-    _remove_stale_temps(out)
-    if ckpt_root is not None:  # the staging it pointed to is gone: a rerun starts afresh
-        shutil.rmtree(ckpt_root, ignore_errors=True)
+        report["was_resumed"] = self.resuming or self.resumed_partitions > 0
+        report["shards"] = [
+            {"name": f"part_{s.index}.jsonl",
+             "rows": sum(b - a for _, a, b in s.data),
+             "sha256": _shard_digest(out, staging, s.index)}
+            for s in shards
+        ]
+        report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
+                                "skipped_resumed": self.resumed_partitions}
+        _remove_stale_temps(out)
 
 
 def _shard_digest(out: Path, staging: Path, index: int) -> str:
@@ -260,37 +243,6 @@ def _is_planned(name: str, n: int) -> bool:
         return int(name[len("part_"):-len(".jsonl")]) < n
     except ValueError:
         return False
-
-
-def _prepare_output(out: Path, ckpt_root: Path | None) -> bool:
-    """Clear this step's previous artifacts unless resuming; return whether resuming."""
-    resuming = ckpt_root is not None and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb"))
-    if resuming and not (out / STAGING).is_dir():
-        log.warning("checkpoint %s exists but %s is gone: starting ingest afresh",
-                    ckpt_root, out / STAGING)
-        shutil.rmtree(ckpt_root, ignore_errors=True)  # type: ignore[arg-type]
-        resuming = False
-    if not resuming:
-        for path in out.glob("part_*.jsonl"):
-            path.unlink()
-        shutil.rmtree(out / "rejected", ignore_errors=True)
-        shutil.rmtree(out / STAGING, ignore_errors=True)
-        (out / REPORT_NAME).unlink(missing_ok=True)
-    return resuming
-
-
-def _run_phase(
-    pipeline: Pipeline,
-    phase: str,
-    executor: Executor | None,
-    ckpt_root: Path | None,
-    on_progress: ProgressHook | None,
-) -> PipelineResult:
-    return pipeline.run(
-        executor=executor,
-        checkpoint_path=ckpt_root / phase if ckpt_root is not None else None,
-        on_progress=(lambda p: on_progress(phase, p)) if on_progress else None,
-    )
 
 
 def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple[str, str]]:
@@ -377,23 +329,31 @@ def _reasons_text(by_reason: dict[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in by_reason.items()) or "no records"
 
 
-def report_markdown(report: dict[str, Any]) -> str:
-    """A short human-readable summary of an ingest report."""
-    lines = [
-        f"# Ingest report ({'complete' if report.get('completed_normally') else 'FAILED'})",
-        "",
-        f"- output: `{report.get('output_dir')}`",
-        f"- documents seen: {report.get('documents_seen', 0)}, accepted: "
-        f"{report.get('documents_accepted', 0)}, rejected: {report.get('documents_rejected', 0)}"
-        f", skipped as resumed: {report.get('documents_skipped_resumed', 0)}",
-        f"- balance ok: {report.get('balance', {}).get('ok')}",
-    ]
-    if report.get("error"):
-        lines.append(f"- error: `{report['error']['error_id']}` {report['error']['message']}")
-    if report.get("rejections_by_reason"):
-        lines += ["", "| rejection reason | documents |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in report["rejections_by_reason"].items()]
-    if report.get("encodings_used"):
-        lines += ["", "| encoding | documents |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in report["encodings_used"].items()]
-    return "\n".join(lines) + "\n"
+def _derive(flow: FlowContext) -> dict[str, Any]:
+    c = flow.corpus
+    return {"input": c.input, "text_field": c.text_field, "id_from": c.id_field,
+            "id_fields": c.id_fields, "id_prefix": c.id_prefix, "source_from": c.source_field,
+            "source": c.source_value, "keep_fields": c.metadata_fields or None}
+
+
+def _produces(config: dict[str, Any]) -> CorpusView:
+    return CorpusView(glob=f"{config['output_dir']}/part_*.jsonl", text_field="text",
+                      id_field="id", source_field="source")
+
+
+SPEC = StepSpec(
+    key="ingest",
+    help="Ingest a raw JSONL/Parquet corpus into canonical shards with an ingest report.",
+    config=IngestConfig,
+    run=run_ingest,
+    phases=(Phase("parse", "parse", "ingest_parse.seen"),
+            Phase("shards", "write shards", "ingest_shard_writer.written")),
+    output_subdir="ingested",
+    completion_name=lambda cfg: REPORT_NAME,
+    input_key="input",
+    derive=_derive,
+    render=render,
+    produces=_produces,
+    artifacts={"prepared": ""},
+    reads_parquet=True,
+)

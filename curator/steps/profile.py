@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
+from curator.artifacts import canonical_digest, write_json_atomic
 from curator.config import StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import JSONL_EXTENSIONS
@@ -44,7 +42,7 @@ from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
-from curator.pipeline import PipelineResult, Progress
+from curator.pipeline import PipelineResult
 from curator.profile.passes import (
     LANGUAGE,
     LANGUAGE_SCORE,
@@ -53,8 +51,10 @@ from curator.profile.passes import (
     select_sample,
     work_file,
 )
+from curator.profile.report import render
 from curator.signals.registry import IMPL_VERSION, REGISTRY, SignalSpec, missing_requirements
-from curator.steps._common import partition_ids, prepare_work, run_phase
+from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.spec import FlowContext, Phase, Problem, StepSpec
 
 log = logging.getLogger("curator.profile")
 
@@ -64,7 +64,6 @@ SAMPLE_MANIFEST = "sample_manifest.json"
 SUMMARY_NAME = "profile_summary.md"
 CANDIDATES_NAME = "candidate_policies.yaml"
 PLOTS_DIR = "plots"
-WORK_DIR = ".profile-work"
 ARTIFACTS = (REPORT_NAME, SAMPLE_MANIFEST, SUMMARY_NAME, CANDIDATES_NAME)
 SAMPLING_METHOD = "per-source proportional allocation, hash-bottom-k by sha256(seed:key)"
 
@@ -100,8 +99,24 @@ class ProfileConfig(StepConfig):
     models: Models = Models()
     partition_size: str | int = "64MB"
 
-
-ProgressHook = Callable[[str, Progress], None]
+    def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
+        problems: list[Problem] = []
+        where = "corpus." if flow is not None else ""
+        if not self.langpack_dir or self.langpack_dir.strip().lower() == "bundled":
+            problems.append(("missing_langpack_dir",
+                             f"{where}langpack_dir is required (there is no default pack "
+                             f"root); e.g. {where}langpack_dir: langpacks"))
+        if not self.language:
+            problems.append(("missing_language",
+                             f"{where}language is required (there is no default)"))
+        if self.models.tokenizer is not None:
+            problems.append(("config_error",
+                             "models.tokenizer: no tokenizer backend is bundled yet; remove it "
+                             "(token_count is then skipped)"))
+        if self.models.fasttext_langid and not Path(self.models.fasttext_langid).is_file():
+            problems.append(("config_error", f"models.fasttext_langid "
+                             f"{self.models.fasttext_langid!r} not found"))
+        return problems
 
 
 def run_profile(
@@ -110,135 +125,99 @@ def run_profile(
     on_progress: ProgressHook | None = None,
 ) -> dict[str, Any]:
     """Profile the corpus; return the report (also written to ``profile_report.json``)."""
-    out = Path(config.output_dir).resolve()
-    started_at = utc_now()
-    started = time.perf_counter()
-    ckpt_root = (Path(config.execution.checkpoint_path).resolve() / "profile"
-                 if config.execution.checkpoint_path else None)
-    _clear_artifacts(out)
-    try:
-        report = _profile(config, out, ckpt_root, executor, on_progress)
-    except BaseException:
-        _clear_artifacts(out)  # a failed profile leaves nothing that looks like a result
-        raise
-    report["producer"] = {
-        "step_id": STEP_ID,
-        "tool_revision": tool_revision(),
-        "config_hash": config_hash(config),
-        "started_at": started_at,
-        "completed_at": utc_now(),
-        "digest_covers": "every key except producer and profile_digest",
-        "output_dir": str(out),
-        "execution": report.pop("_execution"),
-    }
-    write_json_atomic(out / REPORT_NAME, report)  # last: the completion marker
-    shutil.rmtree(out / WORK_DIR, ignore_errors=True)
-    if ckpt_root is not None:
-        shutil.rmtree(ckpt_root, ignore_errors=True)
-    log.info("profile written to %s in %.1f s", out, time.perf_counter() - started)
-    return report
+    return ProfileRun(config, executor, on_progress).run()
 
 
-def config_hash(config: ProfileConfig) -> str:
-    """Digest of what determines the result (execution settings excluded)."""
-    return canonical_digest(config.model_dump(mode="json", exclude={"execution"}))
+class ProfileRun(StepRun):
+    """One profile run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
+
+    key = "profile"
+    schema_version = 1
+    config: ProfileConfig
+
+    def refuse(self) -> None:
+        config, out = self.config, self.out
+        assert config.langpack_dir is not None and config.language is not None
+        self.pack = load_langpack(config.langpack_dir, config.language)
+        self.specs, self.notes = select_signals(config.signals, self.pack,
+                                                config.models.tokenizer is not None)
+        files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
+                 if Path(f).name.removesuffix(".json") not in _SIDECARS]
+        self.files = [f for f in files if not Path(f).is_relative_to(out)]
+        if not self.files:
+            raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
+        self.report: dict[str, Any] | None = None
+
+    def clear_outputs(self) -> None:
+        _clear_artifacts(self.out)
+
+    def execute(self) -> None:
+        config, out, files, work = self.config, self.out, self.files, self.work
+        spec = RecordSpec(text_field=config.text_field, id_field=config.id_field,
+                          source_field=config.source_field)
+        root = _common_root(files)
+        notes = self.notes
+        if config.source_field is None:
+            notes.append("source_field is not set: each shard file is its own source")
+        partitions = FilePartitioningStage(file_paths=files, blocksize=config.partition_size)
+
+        def phase(name: str, stage: Any) -> PipelineResult:
+            return self.phase(name, partitions, stage)
+
+        # 1. populations and the fingerprint
+        phase("populations", FingerprintStage(spec=spec, work_dir=str(work), root=root))
+        sids = partition_ids(partitions)
+        census = merge_fingerprints(work, sids)
+        corpus, populations = census.corpus_block(), census.populations
+        corpus.update({"glob": config.input_glob, "file_count": len(files),
+                       "source_field": config.source_field})
+        if corpus["document_count"] == 0:
+            raise CuratorError(
+                "empty_corpus",
+                f"no documents with a string {config.text_field!r} in {len(files)} files "
+                f"({corpus['records_read']} records read)",
+            )
+        # 2. allocation; 3. sample
+        allocations = allocate(populations, config.max_total_docs)
+        phase("sample", SampleStage(spec=spec, work_dir=str(work), seed=config.seed,
+                                    allocations=allocations, root=root))
+        sample = select_sample([work_file(str(work), "candidates", s, ".parquet")
+                                for s in sids], allocations)
+        for sid in sids:  # the sample, split back by partition for scoring
+            part = sample.filter(pl.col("part") == sid)
+            write_atomic(work_file(str(work), "sample", sid, ".parquet"), _parquet(part))
+        # 4. scores
+        langid = FastTextLangId.open(config.models.fasttext_langid, DEFAULT_MAX_CHARS)
+        scored = phase("scores", ScoreStage(spec=spec, work_dir=str(work),
+                                            signals=[s.name for s in self.specs],
+                                            pack=self.pack, langid=langid))
+        scores = pl.concat([pl.read_parquet(work_file(str(work), "scores", s, ".parquet"))
+                            for s in sids], how="diagonal_relaxed")
+        if scores.height:
+            scores = scores.sort(["source", "rank", "file", "offset"])
+
+        # 5. statistics; 6. the other artifacts (the report last, in artifacts())
+        self.report = _report(config, self.pack, self.specs, notes, corpus, populations,
+                              allocations, scores, scored.stats, langid)
+        write_json_atomic(out / SAMPLE_MANIFEST, _sample_manifest(config, populations,
+                                                                  allocations, scores))
+        _write_policy_and_summary(self.report, out)
+
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        producer = self.producer()
+        producer["digest_covers"] = "every key except producer and profile_digest"
+        if self.completed and self.report is not None:
+            return [(self.out / REPORT_NAME, {**self.report, "producer": producer})]
+        _clear_artifacts(self.out)  # a failed profile leaves nothing that looks like a result
+        return [(self.out / REPORT_NAME, {"schema_version": self.schema_version,
+                                          "step_id": STEP_ID, "error": self.error_block(),
+                                          "producer": producer})]
 
 
 def _clear_artifacts(out: Path) -> None:
     for name in ARTIFACTS:
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / PLOTS_DIR, ignore_errors=True)
-
-
-def _profile(
-    config: ProfileConfig,
-    out: Path,
-    ckpt_root: Path | None,
-    executor: Executor | None,
-    on_progress: ProgressHook | None,
-) -> dict[str, Any]:
-    if not config.language or not config.langpack_dir:
-        if not config.langpack_dir or config.langpack_dir in ("bundled",):
-            raise CuratorError(
-                "missing_langpack_dir",
-                "langpack_dir is required (there is no default pack root); e.g. "
-                "langpack_dir: langpacks",
-            )
-        raise CuratorError("config_error", "language is required (there is no default)")
-    pack = load_langpack(config.langpack_dir, config.language)
-    specs, notes = select_signals(config.signals, pack, config.models.tokenizer is not None)
-    if config.models.tokenizer is not None:
-        raise CuratorError(
-            "config_error",
-            "models.tokenizer: no tokenizer backend is bundled yet; remove it (token_count "
-            "is then skipped)",
-        )
-    if config.models.fasttext_langid and not Path(config.models.fasttext_langid).is_file():
-        raise CuratorError("config_error",
-                           f"models.fasttext_langid {config.models.fasttext_langid!r} not found")
-    files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
-             if Path(f).name.removesuffix(".json") not in _SIDECARS]
-    files = [f for f in files if not Path(f).is_relative_to(out)]
-    if not files:
-        raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
-    spec = RecordSpec(text_field=config.text_field, id_field=config.id_field,
-                      source_field=config.source_field)
-    root = _common_root(files)
-    if config.source_field is None:
-        notes.append("source_field is not set: each shard file is its own source")
-
-    work = out / WORK_DIR
-    prepare_work(work, ckpt_root, config_hash(config))
-    partitions = FilePartitioningStage(file_paths=files, blocksize=config.partition_size)
-
-    def phase(name: str, stage: Any) -> PipelineResult:
-        return run_phase(name, partitions, stage, executor, ckpt_root, on_progress, "profile")
-
-    # 1. populations and the fingerprint
-    pop = phase("populations", FingerprintStage(spec=spec, work_dir=str(work), root=root))
-    sids = partition_ids(partitions)
-    census = merge_fingerprints(work, sids)
-    corpus, populations = census.corpus_block(), census.populations
-    corpus.update({"glob": config.input_glob, "file_count": len(files),
-                   "source_field": config.source_field})
-    if corpus["document_count"] == 0:
-        raise CuratorError(
-            "empty_corpus",
-            f"no documents with a string {config.text_field!r} in {len(files)} files "
-            f"({corpus['records_read']} records read)",
-        )
-    # 2. allocation; 3. sample
-    allocations = allocate(populations, config.max_total_docs)
-    sampled = phase("sample", SampleStage(spec=spec, work_dir=str(work), seed=config.seed,
-                                          allocations=allocations, root=root))
-    sample = select_sample([work_file(str(work), "candidates", s, ".parquet") for s in sids],
-                           allocations)
-    for sid in sids:  # the sample, split back by partition for scoring
-        part = sample.filter(pl.col("part") == sid)
-        write_atomic(work_file(str(work), "sample", sid, ".parquet"), _parquet(part))
-    # 4. scores
-    langid = FastTextLangId.open(config.models.fasttext_langid, DEFAULT_MAX_CHARS)
-    scored = phase("scores", ScoreStage(spec=spec, work_dir=str(work),
-                                        signals=[s.name for s in specs], pack=pack,
-                                        langid=langid))
-    scores = pl.concat([pl.read_parquet(work_file(str(work), "scores", s, ".parquet"))
-                        for s in sids], how="diagonal_relaxed")
-    if scores.height:
-        scores = scores.sort(["source", "rank", "file", "offset"])
-
-    # 5. statistics
-    report = _report(config, pack, specs, notes, corpus, populations, allocations, scores,
-                     scored.stats, langid)
-    report["_execution"] = {  # moved into the producer block: not part of the digest
-        "partitions": pop.sources_total,
-        "skipped_resumed": pop.sources_skipped + sampled.sources_skipped
-        + scored.sources_skipped,
-    }
-    # 6. artifacts (the report last, by the caller)
-    write_json_atomic(out / SAMPLE_MANIFEST, _sample_manifest(config, populations, allocations,
-                                                              scores))
-    _write_policy_and_summary(report, out)
-    return report
 
 
 _SIDECARS = {"audit_report", "curation_ledger", "decontamination_report", "flow_plan",
@@ -420,3 +399,27 @@ def _language_composition(scores: pl.DataFrame, langid: FastTextLangId) -> dict[
     return S.language_composition(scores[LANGUAGE].to_list(),
                                   scores[LANGUAGE_SCORE].to_numpy(),
                                   f"{desc['model']} ({desc['sha256']})", desc["max_chars"])
+
+
+def _derive(flow: FlowContext) -> dict[str, Any]:
+    reads = flow.reads
+    return {"input_glob": reads.glob, "text_field": reads.text_field,
+            "id_field": reads.id_field, "source_field": reads.source_field,
+            "language": flow.corpus.language, "langpack_dir": flow.corpus.langpack_dir}
+
+
+SPEC = StepSpec(
+    key="profile",
+    help="Profile a corpus: quality signals, candidate thresholds and a summary with plots.",
+    config=ProfileConfig,
+    run=run_profile,
+    phases=(Phase("populations", "count sources", "fingerprint.documents"),
+            Phase("sample", "sample", "profile_sample.candidates"),
+            Phase("scores", "score", "profile_score.documents")),
+    output_subdir="profile",
+    completion_name=lambda cfg: REPORT_NAME,
+    input_key="input_glob",
+    derive=_derive,
+    render=render,
+    artifacts={"profile": "", "candidates": CANDIDATES_NAME, "profile_report": REPORT_NAME},
+)

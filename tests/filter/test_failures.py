@@ -181,7 +181,7 @@ def test_killed_while_writing_the_manifest_still_resumes(
     """Every shard is on disk but the process dies before the manifest is written: the
     checkpoint must still be there, so the rerun resumes and writes the manifest
     (rather than refusing its own shards as stale output)."""
-    import curator.steps.filter as step
+    import curator.steps.base as step  # where every step's artifacts are written
 
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
     keys = {"partition_size": "40KB", "language_codes": [],

@@ -27,7 +27,8 @@ from tests.prefect_support import artifact_count, latest_artifact, table_rows
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 #: manifest fields that legitimately differ between runs of the same input
-TIMING = ("started_at", "completed_at", "seconds", "resumed_partitions")
+TIMING = ("started_at", "completed_at", "seconds", "resumed_partitions", "execution",
+          "output_dir")
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -122,7 +123,7 @@ def test_sigkill_while_filtering_then_resume(tmp_path: Path, big: dict[str, Any]
 
 def test_flow_publishes_manifest_and_ledger_tables(tmp_path: Path, small: dict[str, Any],
                                                    prefect_api: str) -> None:
-    from flows.filter import filter_flow
+    from flows.steps import filter_flow
 
     out = tmp_path / "out"
     returned = filter_flow({**filter_keys(small["inp"], out, small["policy"]),

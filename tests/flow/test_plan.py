@@ -302,12 +302,12 @@ def test_promote_warnings_are_the_flows_and_the_filter_steps(
     raw: Path, tmp_path: Path
 ) -> None:
     from curator.flow.plan import load_flow_config, plan_flow
-    from flows.pipeline_flow import _Report
+    from curator.flow.run import FlowReport
 
     config = base_config(raw, tmp_path / "out", ingest=False, profile=False, filt=True,
                          approve=APPROVE)
     fplan = plan_flow(load_flow_config(config))
-    report = _Report(fplan)
+    report = FlowReport(fplan)
     report.promoted("policy.yaml", "sha256:x", ["[threshold_outside_bands] w"])
     for step in fplan.steps:
         report.step(step, "ok" if step.enabled else "disabled", result={})

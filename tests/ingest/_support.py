@@ -23,7 +23,7 @@ from curator.steps.ingest import IngestConfig, run_ingest
 CURATE = str(Path(sys.executable).parent / "curate")
 
 #: Report fields that legitimately differ between two runs of the same input.
-TIMING = ("run_id", "started_at", "completed_at", "seconds", "output_dir")
+TIMING = ("run_id", "started_at", "completed_at", "seconds", "output_dir", "producer")
 #: ... and between an uninterrupted run and an interrupted + resumed one.
 RESUME = ("was_resumed", "documents_skipped_resumed", "partitions.skipped_resumed")
 

@@ -245,9 +245,8 @@ def test_minted_ids_from_parquet_values_use_default_str(tmp_path: Path) -> None:
 
 def test_id_fields_without_text_field_is_refused(tmp_path: Path) -> None:
     write_records(tmp_path / "in" / "a.jsonl", _docs(2))
-    with pytest.raises(CuratorError) as info:
-        IngestConfig(input="x", id_fields=["url"]).identity()
-    assert info.value.error_id == "invalid_identity_fields"
+    [(error_id, _)] = IngestConfig(input="x", id_fields=["url"]).preflight()
+    assert error_id == "invalid_identity_fields"
     exc = ingest_error(str(tmp_path / "in"), tmp_path / "out", id_fields=["url"],
                        text_field="text")
     assert exc.error_id == "invalid_identity_fields"

@@ -50,7 +50,7 @@ def _run(inp: Path, out: Path, executor: str, workers: int | None) -> dict[str, 
 def test_inline_local_and_ray_give_identical_output(
     tmp_path: Path, prefect_api: str, ray_local: None
 ) -> None:
-    from flows.ingest import ingest_flow
+    from flows.steps import ingest_flow
 
     inp = tmp_path / "in"
     _corpus(inp)

@@ -36,7 +36,7 @@ def _corpus(folder: Path) -> None:
 def test_ingest_flow_returns_the_report_and_publishes_artifacts(
     tmp_path: Path, prefect_api: str
 ) -> None:
-    from flows.ingest import ingest_flow
+    from flows.steps import ingest_flow
 
     _corpus(tmp_path / "in")
     config = {"input": str(tmp_path / "in"), "output_dir": str(tmp_path / "out"),
@@ -66,7 +66,7 @@ def test_ingest_flow_returns_the_report_and_publishes_artifacts(
 
 
 def test_ingest_flow_with_overrides_and_a_yaml_path(tmp_path: Path, prefect_api: str) -> None:
-    from flows.ingest import ingest_flow
+    from flows.steps import ingest_flow
 
     _corpus(tmp_path / "in")
     cfg = tmp_path / "ingest.yaml"
@@ -81,7 +81,7 @@ def test_ingest_flow_with_overrides_and_a_yaml_path(tmp_path: Path, prefect_api:
 def test_a_failed_ingest_flow_fails_and_still_publishes_the_report(
     tmp_path: Path, prefect_api: str
 ) -> None:
-    from flows.ingest import ingest_flow
+    from flows.steps import ingest_flow
 
     _corpus(tmp_path / "in")
     config = {"input": str(tmp_path / "in"), "output_dir": str(tmp_path / "out"),
@@ -101,7 +101,7 @@ def test_a_failed_ingest_flow_fails_and_still_publishes_the_report(
 def test_dotted_overrides_merge_into_a_config_mapping(tmp_path: Path, prefect_api: str) -> None:
     """``execution.workers=1`` adds to the mapping's execution block, not replaces it: the
     checkpoint_path set there is used (a refused run leaves its checkpoint to resume)."""
-    from flows.ingest import ingest_flow
+    from flows.steps import ingest_flow
 
     _corpus(tmp_path / "in")
     ckpt = tmp_path / "ckpt"
@@ -111,7 +111,10 @@ def test_dotted_overrides_merge_into_a_config_mapping(tmp_path: Path, prefect_ap
         ingest_flow(config, ["execution.workers=1"])
     assert info.value.error_id == "duplicate_documents"
     assert list((ckpt / "ingest" / "parse").glob("*/*.mdb"))
-    # resuming with drop: the parse phase is not redone
+    # the same config resumes: the parse phase is not redone (and refuses again)
+    with pytest.raises(CuratorError):
+        ingest_flow(config, ["execution.workers=1"])
+    # another config (drop) never resumes the first one's partial results
     report = ingest_flow(config, ["on_duplicate=drop", "execution.workers=1"])
-    assert report["partitions"]["skipped_resumed"] == report["partitions"]["parse"]
-    assert report["was_resumed"] is True and report["documents_accepted"] == 60
+    assert report["partitions"]["skipped_resumed"] == 0 and report["was_resumed"] is False
+    assert report["documents_accepted"] == 60

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from curator.profile.summary import render_summary
 from curator.steps.profile import ProfileConfig, run_profile
 from executors import make_executor
 from tests.ingest._support import Cli, write_config
@@ -77,21 +78,23 @@ def test_sigkill_while_scoring_then_resume(tmp_path: Path, corpus: Path,
     report = json.loads((out / "profile_report.json").read_text())
     # both earlier passes and some scored partitions (not necessarily every scored file:
     # completions are committed in groups, so the newest may be replayed) are skipped
-    assert report["producer"]["execution"]["skipped_resumed"] > 2 * total
+    assert report["producer"]["resumed_partitions"] > 2 * total
     assert _comparable(out) == _comparable(tmp_path / "reference")
     assert not (out / ".profile-work").exists() and not (ckpt / "profile").exists()
 
 
 def test_flow_publishes_summary_and_key_numbers(tmp_path: Path, corpus: Path,
                                                 prefect_api: str) -> None:
-    from flows.profile import profile_flow
+    from flows.steps import profile_flow
 
     report = profile_flow({**profile_keys(corpus, tmp_path / "out", **KEYS),
                            "execution": {"executor": "inline"}})
     assert report["corpus"]["document_count"] == 4000
 
-    summary = latest_artifact("profile-summary")
+    summary = latest_artifact("profile-report")
     assert summary.type == "markdown"
-    assert summary.data == (tmp_path / "out" / "profile_summary.md").read_text()
+    written = json.loads((tmp_path / "out" / "profile_report.json").read_text())
+    assert summary.data == render_summary(written)  # the summary, without local plot links
+    assert summary.data.replace("\n\n", "\n").count("## Signals") == 1
     rows = table_rows(latest_artifact("profile-signals"))
     assert [r["signal"] for r in rows] == KEYS["signals"]

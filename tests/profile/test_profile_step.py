@@ -163,17 +163,23 @@ def test_refusals(tmp_path: Path, records, keys: dict, error_id: str) -> None:
     assert not (tmp_path / "out" / "profile_report.json").exists()
 
 
-def test_empty_corpus_is_refused_and_leaves_no_artifacts(tmp_path: Path, records) -> None:
+def test_an_empty_corpus_fails_and_leaves_only_the_failed_report(tmp_path: Path,
+                                                                  records) -> None:
     inp = tmp_path / "in"
     inp.mkdir()
     (inp / "part_0.jsonl").write_text('{"id": "a"}\n{"text": null}\n')
     out = tmp_path / "out"
     out.mkdir()
     (out / "profile_report.json").write_text("{}")  # a previous run's report goes
+    (out / "profile_summary.md").write_text("# an earlier summary\n")
     with pytest.raises(CuratorError) as err:
         profile(inp, out)
     assert err.value.error_id == "empty_corpus"
-    assert not (out / "profile_report.json").exists()
+    report = json.loads((out / "profile_report.json").read_text())
+    assert report["error"]["error_id"] == "empty_corpus"
+    assert "completed_at" not in report["producer"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "profile_report.json"]  # the work files stay for a resume
 
 
 def test_named_signals_only(tmp_path: Path, records) -> None:

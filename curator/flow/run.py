@@ -1,0 +1,145 @@
+"""The flow's run loop and ``flow_report.json`` (no Prefect: the wiring passes hooks).
+
+:func:`run_flow` walks the plan's steps in registry order: approval before the step
+that applies the policy, disabled steps reported, finished steps skipped (their
+artifacts are complete for this config), the rest run through ``hooks.run_step``
+(in ``flows/``: the step's Prefect flow as a subflow). ``flow_report.json`` is
+written at the end, also when a step fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from curator.artifacts import utc_now, write_json_atomic
+from curator.flow.approval import approve_policy
+from curator.flow.plan import FlowPlan, StepPlan, mark_done, set_extra, step_is_done
+from curator.steps.base import error_block
+
+REPORT_NAME = "flow_report.json"
+
+
+@dataclass
+class ApprovalAnswer:
+    """What a person submits to approve a policy interactively."""
+
+    thresholds: Any  # {signal: value | [lo, hi]} or [{signal, min, max}]
+    approver: str
+    evidence: str
+    method: str = "manual"
+
+
+class FlowHooks(Protocol):
+    """What the wiring provides: running a step, asking a person, showing a document."""
+
+    def run_step(self, step: StepPlan) -> dict[str, Any]: ...
+
+    def ask_approval(self, candidate: str, timeout_seconds: int) -> ApprovalAnswer: ...
+
+    def show(self, key: str, markdown: str, description: str) -> None: ...
+
+
+def run_flow(fplan: FlowPlan, hooks: FlowHooks, logger: Any) -> dict[str, Any]:
+    """Run the enabled steps in order; return (and write) the flow report."""
+    report = FlowReport(fplan)
+    try:
+        for step in fplan.steps:
+            if step.spec.applies_policy and fplan.approve is not None:
+                _approve(fplan, report, hooks, logger)  # written even when the step is off
+            if not step.enabled:
+                report.step(step, "disabled")
+                continue
+            set_extra(step)
+            if step_is_done(step):
+                logger.info("%s: artifacts complete for this config: skipped", step.step_id)
+                report.step(step, "skipped", notes=["artifacts complete for this config"])
+                continue
+            logger.info("%s: running into %s", step.step_id, step.output_dir)
+            result = hooks.run_step(step)
+            mark_done(step, utc_now())
+            report.step(step, "ok", result=result)
+        report.status = "ok"
+    except BaseException as exc:
+        report.fail(exc)
+        raise
+    finally:
+        report.write()
+    return report.data
+
+
+def _approve(fplan: FlowPlan, report: FlowReport, hooks: FlowHooks, logger: Any) -> None:
+    approve = fplan.approve
+    assert approve is not None
+    candidate = approve.from_ or fplan.artifacts["candidates"]
+    out = fplan.artifacts["approved_policy"]
+    date = approve.date
+    if approve.interactive:
+        logger.info("waiting for approval: submit thresholds, approver and evidence for %s "
+                    "(timeout %d s)", candidate, approve.timeout_seconds)
+        summary = Path(fplan.artifacts["profile"]) / "profile_summary.md"
+        if summary.is_file():
+            hooks.show("approval-request", summary.read_text(encoding="utf-8"),
+                       "curate flow: read this, then approve")
+        answer = hooks.ask_approval(candidate, approve.timeout_seconds)
+        date = None
+    else:
+        answer = ApprovalAnswer(approve.thresholds, approve.approver, approve.evidence,
+                                approve.method)
+    digest, warnings = approve_policy(candidate, out, answer.thresholds,
+                                      approver=answer.approver, evidence=answer.evidence,
+                                      method=answer.method, date=date)
+    for warning in warnings:
+        logger.warning(warning)
+    report.promoted(out, digest, warnings)
+
+
+class FlowReport:
+    """``flow_report.json``, kept up to date and written at the end (or on failure)."""
+
+    def __init__(self, fplan: FlowPlan) -> None:
+        self.fplan = fplan
+        self.status = "failed"
+        self.promote_warnings: list[str] = []
+        self.data: dict[str, Any] = {
+            "schema_version": 1, "step_id": "curate/flow", "started_at": utc_now(),
+            "completed_at": None, "output_root": str(fplan.root),
+            "artifacts": fplan.artifacts, "steps": [], "warnings": list(fplan.warnings),
+            "audit_passed": None, "status": "failed", "policy_applied": False,
+            "policy_promoted": False, "policy_status": None,
+        }
+
+    def step(self, step: StepPlan, status: str, notes: list[str] | None = None,
+             result: dict[str, Any] | None = None) -> None:
+        warnings = list(self.promote_warnings) if step.spec.applies_policy else []
+        entry: dict[str, Any] = {"step_id": step.step_id, "status": status,
+                                 "output_dir": step.output_dir, "notes": notes or [],
+                                 "passed": status in ("ok", "skipped"), "warnings": warnings}
+        self.data["steps"].append(entry)
+        if status in ("ok", "skipped"):
+            done = result if result is not None else step.spec.read_result(step.config)
+            if done:
+                self.data.update(step.spec.flow_fields(done))
+
+    def promoted(self, path: str, digest: str, warnings: list[str]) -> None:
+        self.data["policy_promoted"] = True
+        self.data["approved_policy"] = {"path": path, "policy_digest": digest}
+        self.data["warnings"] += warnings
+        self.promote_warnings = warnings  # also on the step that applies it
+
+    def fail(self, exc: BaseException) -> None:
+        done = {s["step_id"] for s in self.data["steps"]}
+        running = next((s for s in self.fplan.steps if s.enabled and s.step_id not in done),
+                       None)
+        error = error_block(exc)
+        if running is not None:
+            self.data["steps"].append({"step_id": running.step_id, "status": "failed",
+                                       "output_dir": running.output_dir, "notes": [],
+                                       "passed": False, "warnings": [], "error": error})
+        self.data["error"] = error
+
+    def write(self) -> None:
+        self.data["status"] = self.status
+        self.data["completed_at"] = utc_now()
+        write_json_atomic(self.fplan.root / REPORT_NAME, self.data)

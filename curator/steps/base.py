@@ -1,0 +1,237 @@
+"""One run base for every step: the order of things, the producer block, the artifacts.
+
+A step subclasses :class:`StepRun` and fills in four methods; :meth:`StepRun.run`
+keeps the order every step follows:
+
+1. ``config.preflight()`` and :meth:`refuse`: every check that can fail before the
+   output is touched. A refusal leaves the output directory exactly as it was (the
+   artifacts there still describe the data beside them) and writes nothing.
+2. prepare work keyed on the config digest (:func:`prepare_work`): the work files and
+   checkpoint of the same configuration are resumed, anything else starts afresh and
+   :meth:`clear_outputs` removes this step's earlier outputs;
+3. :meth:`execute`: the phases on the executor (:meth:`phase`), statistics merged
+   from disk;
+4. :meth:`artifacts`: the reports, built from merged statistics, written atomically
+   with the completion artifact last, on failure too (with ``error``, without
+   ``producer.completed_at``);
+5. :meth:`cleanup`: work files and checkpoint go, only after a completed run's
+   artifacts are written (a run killed before that still resumes).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
+from curator.checkpoint import METADATA_DIRNAME
+from curator.config import StepConfig
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.io.writers import write_atomic
+from curator.pipeline import Pipeline, PipelineResult, Progress
+from curator.stages import ProcessingStage
+from curator.steps.spec import Problem
+from curator.tasks import EmptyTask
+
+log = logging.getLogger("curator.steps")
+
+#: ``on_progress(phase, progress)``: how a step reports its phases' progress.
+ProgressHook = Any  # Callable[[str, Progress], None]
+
+
+def partition_ids(partitions: ProcessingStage) -> list[str]:
+    """The source ids of a partitioning stage's plan, in plan order."""
+    return [t.get_deterministic_id() for t in partitions.process(EmptyTask())]
+
+
+def can_resume(work: Path, ckpt_root: Path | None, config_digest: str) -> bool:
+    """The one resume predicate: a checkpoint holding completions, and work files made
+    by the same configuration (``config_digest``)."""
+    marker = work / "config_hash"
+    return (ckpt_root is not None and marker.is_file()
+            and marker.read_text() == config_digest
+            and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
+
+
+def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str) -> bool:
+    """Keep a resumable run's work files, else start afresh; return whether resuming.
+
+    Another configuration's partial results are never mixed in: its checkpoint and
+    work files are removed.
+    """
+    resuming = can_resume(work, ckpt_root, config_digest)
+    if not resuming:
+        if ckpt_root is not None and ckpt_root.exists():
+            log.warning("checkpoint %s belongs to another configuration or its work files "
+                        "are gone: starting afresh", ckpt_root)
+            shutil.rmtree(ckpt_root, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    write_atomic(work / "config_hash", config_digest)
+    return resuming
+
+
+def refuse(problems: list[Problem]) -> None:
+    """Raise the first problem (a step run stops at the first; a flow lists them all)."""
+    if problems:
+        error_id, message = problems[0]
+        raise CuratorError(error_id, message)
+
+
+def error_block(error: BaseException | None) -> dict[str, str] | None:
+    """``{"error_id", "message"}`` of a failure, as every artifact writes it."""
+    if error is None:
+        return None
+    if isinstance(error, CuratorError):
+        return {"error_id": error.error_id, "message": error.message}
+    if isinstance(error, KeyboardInterrupt):
+        return {"error_id": "interrupted_sigint", "message": "interrupted"}
+    return {"error_id": "internal_error", "message": f"{type(error).__name__}: {error}"}
+
+
+class StepRun:
+    """One run of a step: its state, so a failure at any point still yields artifacts.
+
+    Subclasses set :attr:`key` and :attr:`schema_version` and implement
+    :meth:`refuse`, :meth:`execute` and :meth:`artifacts` (and, when they have them,
+    :meth:`clear_outputs`, :meth:`config_extra`, :meth:`result`).
+    """
+
+    key: ClassVar[str]
+    schema_version: ClassVar[int] = 1
+
+    def __init__(self, config: StepConfig, executor: Executor | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        self.config = config
+        self.executor = executor
+        self.on_progress = on_progress
+        self.out = Path(config.output_dir).resolve()  # type: ignore[attr-defined]
+        ckpt = config.execution.checkpoint_path
+        self.ckpt_root = Path(ckpt).resolve() / self.key if ckpt else None
+        self.work = self.out / f".{self.key}-work"
+        self.started_at = utc_now()
+        self._t0 = time.perf_counter()
+        self.error: BaseException | None = None
+        self.completed = False
+        self.touched_output = False
+        self.resuming = False
+        self.partitions_total = 0
+        self.resumed_partitions = 0
+
+    @property
+    def step_id(self) -> str:
+        return f"curate/{self.key}"
+
+    # -- the order every step follows ------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Run the step; return its completion artifact (also written to disk)."""
+        try:
+            refuse(self.config.preflight())
+            self.refuse()
+            self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
+            if not self.resuming:
+                self.clear_outputs()
+            self.touched_output = True
+            self.execute()
+            self.completed = True
+        except BaseException as exc:
+            self.error = exc
+            raise
+        finally:
+            if self.touched_output:
+                result = self.write_artifacts()
+        self.cleanup()
+        log.info("%s: done in %.1f s, output in %s", self.step_id,
+                 time.perf_counter() - self._t0, self.out)
+        return result
+
+    def write_artifacts(self) -> dict[str, Any]:
+        """Write every artifact, the completion artifact (the last) with the producer."""
+        written = self.artifacts()
+        result: dict[str, Any] = {}
+        for path, data in written:
+            if path is not None:
+                write_json_atomic(path, data)
+            result = data
+        return result
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+        if self.ckpt_root is not None:
+            shutil.rmtree(self.ckpt_root, ignore_errors=True)
+
+    # -- what a step fills in ----------------------------------------------------------
+    def refuse(self) -> None:
+        """Every check that needs more than the config, before the output is touched."""
+
+    def clear_outputs(self) -> None:
+        """Remove this step's earlier outputs (a fresh, not a resumed, run)."""
+
+    def execute(self) -> None:
+        raise NotImplementedError
+
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        """``(path, data)`` to write in order; the last is the completion artifact
+        (``path`` ``None``: not written, e.g. ``emit_manifest: null``)."""
+        raise NotImplementedError
+
+    def config_extra(self) -> dict[str, Any]:
+        """What the result depends on besides the config (the filter's resolved policy)."""
+        return {}
+
+    # -- shared pieces -----------------------------------------------------------------
+    def config_hash(self) -> str:
+        """Digest of what determines the result (execution settings excluded)."""
+        body: dict[str, Any] = {"config": self.config.model_dump(mode="json",
+                                                                 exclude={"execution"})}
+        body.update(self.config_extra())
+        return canonical_digest(body)
+
+    def phase(self, name: str, partitions: ProcessingStage, stage: Any) -> PipelineResult:
+        """One engine pass: ``partitions`` then ``stage``, checkpointed per phase."""
+        pipeline = Pipeline(name=f"{self.key}-{name}")
+        pipeline.add_stage(partitions)
+        pipeline.add_stage(stage)
+        hook = self.on_progress
+        result = pipeline.run(
+            executor=self.executor,
+            checkpoint_path=self.ckpt_root / name if self.ckpt_root is not None else None,
+            on_progress=(lambda p: hook(name, p)) if hook else None,
+        )
+        self.partitions_total = max(self.partitions_total, result.sources_total)
+        self.resumed_partitions += result.sources_skipped
+        return result
+
+    def producer(self) -> dict[str, Any]:
+        """The one producer block: who made the artifact, from what, when, where."""
+        ex = self.config.execution
+        block: dict[str, Any] = {
+            "step_id": self.step_id,
+            "tool_revision": tool_revision(),
+            "config_hash": self.config_hash(),
+            "started_at": self.started_at,
+            "seconds": round(time.perf_counter() - self._t0, 3),
+            "output_dir": str(self.out),
+            "resumed_partitions": self.resumed_partitions,
+            "execution": {"executor": ex.executor, "workers": ex.workers,
+                          "partitions": self.partitions_total},
+        }
+        if self.completed:
+            block["completed_at"] = utc_now()
+        return block
+
+    def error_block(self) -> dict[str, str] | None:
+        return error_block(self.error)
+
+
+def run_step(run_class: type[StepRun], config: StepConfig, executor: Executor | None = None,
+             on_progress: Any = None) -> dict[str, Any]:
+    """``run_class(config, executor, on_progress).run()``: the run function of a spec."""
+    return run_class(config, executor, on_progress).run()
+
+
+__all__ = ["Progress", "StepRun", "can_resume", "partition_ids", "prepare_work", "run_step"]

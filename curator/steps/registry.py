@@ -1,0 +1,19 @@
+"""The registry of steps, in flow order: the one list the outer layers iterate.
+
+Adding a step is one line here (see docs/architecture.md, "How to add a step").
+"""
+
+from __future__ import annotations
+
+from curator.steps.filter import SPEC as FILTER
+from curator.steps.ingest import SPEC as INGEST
+from curator.steps.profile import SPEC as PROFILE
+from curator.steps.spec import StepSpec
+
+STEPS: tuple[StepSpec, ...] = (INGEST, PROFILE, FILTER)
+BY_KEY: dict[str, StepSpec] = {spec.key: spec for spec in STEPS}
+
+
+def step(key: str) -> StepSpec:
+    """The spec of step ``key`` (``KeyError`` if there is none)."""
+    return BY_KEY[key]

@@ -1,0 +1,76 @@
+"""Every step's Prefect flow, built by one factory from the step registry.
+
+``flows.steps:<key>_flow`` (``ingest_flow``, ``profile_flow``, ...) is each step's
+flow, named ``curate-<key>``; ``STEP_FLOWS`` maps a step key to it. A step flow
+loads the config (a YAML path or a mapping, plus ``key=value`` overrides), runs the
+step on the configured executor (each source partition also a Prefect task run),
+routes the engine's logs to the run logger, reports progress per phase, and
+publishes the step's report (markdown and tables) as Prefect artifacts, on failure
+too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prefect import Flow, flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from curator.steps.registry import STEPS
+from curator.steps.spec import StepSpec
+from flows.prefect_logging import engine_logs_to_prefect
+from flows.progress import PhaseProgress
+from flows.step_config import step_config, step_executor
+
+
+def make_step_flow(spec: StepSpec) -> Flow[..., dict[str, Any]]:
+    """The Prefect flow of one step."""
+
+    def run_step(config: str | dict[str, Any],
+                 overrides: list[str] | None = None) -> dict[str, Any]:
+        cfg = step_config(spec.config, config, overrides)
+        executor = step_executor(cfg)
+        get_run_logger().info("%s of %s into %s on %s", spec.step_id,
+                              getattr(cfg, spec.input_key), cfg.output_dir,
+                              executor.describe())
+        since = time.time()
+        try:
+            with executor, engine_logs_to_prefect():
+                return spec.run(cfg, executor, on_progress=PhaseProgress(spec.key))
+        finally:
+            publish(spec, cfg.model_dump(mode="json"), since)
+
+    run_step.__doc__ = (f"{spec.help} ``config`` is a YAML path or a mapping of "
+                        f"{spec.key} keys; ``overrides`` are ``key=value`` strings as "
+                        "for ``--set``.")
+    run_step.__name__ = run_step.__qualname__ = f"{spec.key}_flow"
+    return flow(name=spec.flow_name, description=spec.help,
+                task_runner=ThreadPoolTaskRunner(max_workers=64),
+                validate_parameters=False, persist_result=False)(run_step)
+
+
+def publish(spec: StepSpec, config: dict[str, Any], since: float) -> None:
+    """The step's report as Prefect artifacts: ``<key>-report`` (markdown) and
+    ``<key>-<table>``. A file an earlier run left (a refusal writes none) is skipped."""
+    path = spec.completion_path(config)
+    if path is None or not path.is_file() or path.stat().st_mtime < since - 0.01:
+        return
+    report = spec.read_result(config)
+    if report is None:
+        return
+    shown = spec.rendered(report)
+    create_markdown_artifact(markdown=shown.markdown, key=f"{spec.key}-report",
+                             description=f"{spec.step_id}: {path.name}")
+    for name, rows in shown.tables.items():
+        if rows:
+            create_table_artifact(table=rows, key=f"{spec.key}-{name}",
+                                  description=f"{spec.step_id}: {name}")
+
+
+STEP_FLOWS: dict[str, Callable[..., dict[str, Any]]] = {
+    spec.key: make_step_flow(spec) for spec in STEPS}
+globals().update({f"{key}_flow": fl for key, fl in STEP_FLOWS.items()})
+

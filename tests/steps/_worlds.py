@@ -1,0 +1,61 @@
+"""A small, real world for every registered step: its input, a config, and a variant
+config that changes the result. The contract tests run every step through these."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from curator_demo import generate_demo_corpus
+
+REPO = Path(__file__).resolve().parents[2]
+LANGPACKS = str(REPO / "langpacks")
+SIGNALS = ["word_count", "stopword_ratio", "unicode_alpha_numeric", "boilerplate_hits"]
+
+
+@dataclass
+class World:
+    raw: Path  # the demo corpus (noise included: duplicates, bad lines, gzip, cp1252)
+    keys: dict[str, Any]  # the step's keys, without input, output_dir and execution
+    variant: dict[str, Any]  # keys that change the result
+    input_key: str
+
+    def config(self, out: Path, ckpt: Path | None = None, **more: Any) -> dict[str, Any]:
+        cfg = copy.deepcopy(self.keys)
+        cfg.update({self.input_key: str(self.raw), "output_dir": str(out),
+                    "execution": {"executor": "inline",
+                                  "checkpoint_path": str(ckpt) if ckpt else None}})
+        cfg.update(copy.deepcopy(more))
+        return cfg
+
+
+#: the keys of each step's world; a registered step without one fails the contract tests
+KEYS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "ingest": ({"on_duplicate": "drop", "partition_size": "64KB", "shard_size": 100,
+                "source_from": "source"},
+               {"keep_fields": [], "on_duplicate": "suffix"}),
+    "profile": ({"language": "en", "langpack_dir": LANGPACKS, "source_field": "source",
+                 "max_total_docs": 200, "signals": SIGNALS, "partition_size": "64KB"},
+                {"seed": 1}),
+    "filter": ({"source_field": "source", "partition_size": "32KB",
+                "quality_filters": {"min_words": 20, "max_words": 100000}},
+               {"quality_filters": {"min_words": 40, "max_words": 100000}}),
+}
+
+
+def make_world(key: str, input_key: str, folder: Path) -> World:
+    keys, variant = KEYS[key]
+    raw = folder / "raw"
+    if not raw.is_dir():
+        generate_demo_corpus(raw, docs=240, seed=7)
+    return World(raw, keys, variant, input_key)
+
+
+def data_files(out: Path) -> dict[str, bytes]:
+    """The step's data (shards, rejections, summaries), without its JSON reports, which
+    hold paths and timestamps, and without hidden work files."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix != ".json" and p.suffix != ".png"
+            and not any(part.startswith(".") for part in p.relative_to(out).parts)}
