@@ -33,7 +33,7 @@ def make_step_flow(spec: StepSpec) -> Flow[..., dict[str, Any]]:
                  overrides: list[str] | None = None) -> dict[str, Any]:
         cfg = step_config(spec.config, config, overrides)
         executor = step_executor(cfg)
-        get_run_logger().info("%s of %s into %s on %s", spec.step_id,
+        get_run_logger().info("%s of %s into %s on %s", spec.key,
                               getattr(cfg, spec.input_key), cfg.output_dir,
                               executor.describe())
         since = time.time()

@@ -1,10 +1,79 @@
-"""The filter's run manifest for people: markdown, Prefect tables and one CLI line."""
+"""The filter's artifacts: the run manifest and the ledger built from what a run counted
+(a pure function), and their rendering for people (markdown, tables, one CLI line)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from curator.filter.ledger import build_ledger
 from curator.steps.spec import Rendering
+
+STEP_ID = "curate/filter"
+SCHEMA_VERSION = 1
+CANONICAL_JSON = "json.dumps(sort_keys=True, separators=(',',':'), ensure_ascii=False)"
+
+
+@dataclass
+class FilterFacts:
+    """What a filter run counted and wrote (merged statistics, or disk after a failure)."""
+
+    counts: dict[str, Any]  # input, kept, filtered{gate}, failed{reason}, source_in/out
+    shards: list[dict[str, Any]]  # {name, rows, sha256}
+    completed: bool
+    error: dict[str, str] | None
+    file_count: int
+    policy: dict[str, Any]  # status, thresholds_applied, note, approval_declared, digests
+    gates: list[str]
+    output_dir: str
+    rejected_dir: str
+    language_model: dict[str, Any] | None = None
+
+
+def manifest_and_ledger(facts: FilterFacts, producer: dict[str, Any], *,
+                        input_glob: Any, id_field: str | None, source_field: str | None,
+                        mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``run_manifest.json`` and ``curation_ledger.json`` of a run (docs/filter.md)."""
+    c, shards = facts.counts, facts.shards
+    failed_units = [{"unit": f"records:{reason}", "reason": reason, "records": n}
+                    for reason, n in c["failed"].items()]
+    n_success = c["kept"] if facts.completed else sum(s["rows"] for s in shards)
+    if not facts.completed:  # what the run's own failure left unaccounted
+        lost = c["input"] - n_success - sum(c["filtered"].values()) - sum(c["failed"].values())
+        failed_units.append({"unit": facts.output_dir,
+                             "reason": (facts.error or {}).get("error_id", "incomplete"),
+                             "records": max(lost, 0)})
+    ledger = build_ledger(
+        stage=STEP_ID, source=str(input_glob), n_input=c["input"], n_success=n_success,
+        filtered_by_reason=c["filtered"], failed_units=failed_units, quarantined_units=[],
+        mode=mode, completed=facts.completed,
+    )
+    manifest: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "producer": producer,
+        "input": {"glob": input_glob, "file_count": facts.file_count, "row_count": c["input"],
+                  "unparsable_rows": sum(c["failed"].values())},
+        "output": {"file_count": len(shards), "row_count": sum(s["rows"] for s in shards),
+                   "id_field": id_field, "source_field": source_field, "shards": shards},
+        "declared": {
+            "attribution": "declared",
+            "rows_absent_from_output": c["input"] - n_success,
+            "filtered": ledger["filtered_by_reason"],
+            "failed": ledger["n_failed"], "quarantined": ledger["n_quarantined"],
+        },
+        "canonicalization": {"json": CANONICAL_JSON, "duplicate_ids": "multiset"},
+        "policy": facts.policy,
+        "gates": facts.gates,
+        "rejected_dir": facts.rejected_dir,
+    }
+    if source_field is not None:
+        manifest["input"]["per_source"] = c["source_in"]
+        manifest["output"]["per_source"] = c["source_out"]
+    if facts.language_model is not None:
+        manifest["language_model"] = facts.language_model
+    if facts.error is not None:
+        manifest["error"] = facts.error
+    return manifest, ledger
 
 
 def manifest_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:

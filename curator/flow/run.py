@@ -15,7 +15,14 @@ from typing import Any, Protocol
 
 from curator.artifacts import utc_now, write_json_atomic
 from curator.flow.approval import approve_policy
-from curator.flow.plan import FlowPlan, StepPlan, mark_done, set_extra, step_is_done
+from curator.flow.plan import (
+    PLANNED,
+    FlowPlan,
+    StepPlan,
+    mark_done,
+    set_extra,
+    step_is_done,
+)
 from curator.steps.base import error_block
 
 REPORT_NAME = "flow_report.json"
@@ -60,6 +67,10 @@ def run_flow(fplan: FlowPlan, hooks: FlowHooks, logger: Any) -> dict[str, Any]:
             result = hooks.run_step(step)
             mark_done(step, utc_now())
             report.step(step, "ok", result=result)
+        for key in PLANNED:  # the reference's later steps, listed as in flow_plan.json
+            report.data["steps"].append({
+                "step_id": f"curate/{key}", "status": "disabled", "output_dir": None,
+                "notes": ["not built yet in this version"], "passed": False, "warnings": []})
         report.status = "ok"
     except BaseException as exc:
         report.fail(exc)

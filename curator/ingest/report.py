@@ -1,10 +1,15 @@
-"""The ingest report for people: markdown, tables and one CLI line."""
+"""The ingest report: its fields from the merged parse statistics and the duplicate
+decisions (pure functions), and its rendering for people (markdown, tables, one CLI
+line)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from curator.ingest.dedup import DedupResult
+from curator.ingest.records import REASONS, IdentitySpec
+from curator.pipeline import PipelineResult
 from curator.steps.spec import Rendering
 
 
@@ -38,3 +43,70 @@ def render(report: dict[str, Any]) -> Rendering:
     )
     tables = {"rejections": [{"reason": k, "documents": v} for k, v in reasons.items()]}
     return Rendering("\n".join(lines) + "\n", tables, summary)
+
+
+def count_documents(stats: dict[str, float], dedup: DedupResult) -> dict[str, int]:
+    def get(key: str) -> int:
+        return int(stats.get(f"ingest_parse.{key}", 0))
+
+    accepted = get("accepted")
+    dropped = dedup.duplicate_ids if not dedup.decisions.is_empty() and \
+        (dedup.decisions["action"] == "drop").any() else 0
+    return {
+        "records_read": get("seen"),
+        "unparsable_lines": get("rejected.unparsable_line"),
+        "skipped_non_mapping": get("rejected.not_an_object"),
+        "skipped_missing_text": get("rejected.missing_text") + get("rejected.text_not_a_string")
+        + get("rejected.empty_text"),
+        "skipped_missing_id": get("rejected.missing_id"),
+        "duplicate_ids": dedup.duplicate_ids,
+        "duplicate_groups": dedup.duplicate_groups,
+        "written": accepted - dropped,
+    }
+
+
+def document_fields(stats: dict[str, float], parsed: PipelineResult, dedup: DedupResult,
+                     counts: dict[str, int]) -> dict[str, Any]:
+    by_reason = {r: int(stats.get(f"ingest_parse.rejected.{r}", 0)) for r in REASONS}
+    by_reason["duplicate_id"] = len(dedup.rejections)
+    by_reason = {k: v for k, v in by_reason.items() if v}
+    seen = counts["records_read"]
+    rejected = sum(by_reason.values())
+    accepted = counts["written"]
+    encodings = {k.split(".", 2)[2]: int(v) for k, v in stats.items()
+                 if k.startswith("ingest_parse.encoding.")}
+    return {
+        "documents_seen": seen,
+        "documents_accepted": accepted,
+        "documents_rejected": rejected,
+        "documents_skipped_resumed": int(parsed.skipped_stats.get("ingest_parse.seen", 0)),
+        "rejections_by_reason": dict(sorted(by_reason.items())),
+        "encodings_used": dict(sorted(encodings.items())),
+        "lossy_documents": encodings.get("utf-8-lossy", 0),
+        "files_with_bom": int(stats.get("ingest_parse.files_with_bom", 0)),
+        "balance": {"seen": seen, "accepted": accepted, "rejected": rejected,
+                    "ok": seen == accepted + rejected},
+        "was_resumed": parsed.sources_skipped > 0,
+    }
+
+
+def identity_block(spec: IdentitySpec) -> dict[str, Any]:
+    if spec.id_from is not None:
+        return {"source": "corpus", "field": spec.id_from, "recipe": None, "fields": None,
+                "prefix": None, "note": f"ids taken from the input column {spec.id_from!r}"}
+    return {"source": "minted", "field": "id", "recipe": spec.recipe,
+            "fields": list(spec.id_fields), "prefix": spec.id_prefix,
+            "note": "ids minted from the listed fields; stable across runs and machines"}
+
+
+def examples_text(dedup: DedupResult) -> str:
+    parts = []
+    for ex in dedup.examples:
+        where = ", ".join(f"{a['path']}:{a['line'] if a['line'] is not None else a.get('row')}"
+                          for a in ex["at"])
+        parts.append(f"{ex['id']} x{ex['copies']} ({where})")
+    return "; ".join(parts)
+
+
+def reasons_text(by_reason: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in by_reason.items()) or "no records"

@@ -16,14 +16,24 @@ from curator.tasks import EmptyTask, FileGroupTask
 PathSpec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
+#: folders a directory walk never enters: every step writes its rejected records there
+SIDE_DIRS = frozenset({"rejected"})
+
+
 def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None) -> list[str]:
-    """Expand a recursive glob, a directory or a list into sorted, unique file paths."""
+    """Expand a recursive glob, a directory or a list into sorted, unique file paths.
+
+    A directory is walked recursively, except for ``rejected/`` folders and hidden ones
+    (a step's rejections and work files); name them by a glob to read them."""
     items = [spec] if isinstance(spec, str | os.PathLike) else list(spec)
     found: set[str] = set()
     for item in items:
         text = os.fspath(item)
         if os.path.isdir(text):
-            for root, _dirs, files in os.walk(text):
+            for root, dirs, files in os.walk(text):
+                # a step's own side folders are not corpus: its rejections and its
+                # hidden work files (``rejected/``, ``.staging/``, ``.profile-work/``)
+                dirs[:] = sorted(d for d in dirs if d not in SIDE_DIRS and not d.startswith("."))
                 for name in files:
                     path = os.path.join(root, name)
                     if extensions is None or has_extension(path, extensions):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -40,7 +41,7 @@ from curator.tasks import EmptyTask
 log = logging.getLogger("curator.steps")
 
 #: ``on_progress(phase, progress)``: how a step reports its phases' progress.
-ProgressHook = Any  # Callable[[str, Progress], None]
+ProgressHook = Callable[[str, Progress], None]
 
 
 def partition_ids(partitions: ProcessingStage) -> list[str]:
@@ -228,10 +229,4 @@ class StepRun:
         return error_block(self.error)
 
 
-def run_step(run_class: type[StepRun], config: StepConfig, executor: Executor | None = None,
-             on_progress: Any = None) -> dict[str, Any]:
-    """``run_class(config, executor, on_progress).run()``: the run function of a spec."""
-    return run_class(config, executor, on_progress).run()
-
-
-__all__ = ["Progress", "StepRun", "can_resume", "partition_ids", "prepare_work", "run_step"]
+__all__ = ["ProgressHook", "StepRun", "can_resume", "partition_ids", "prepare_work"]

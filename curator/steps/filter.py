@@ -38,8 +38,7 @@ from curator.corpus.records import RecordSpec, source_of
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
-from curator.filter.ledger import build_ledger
-from curator.filter.report import render
+from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
 from curator.filter.stage import FilterStage, shard_name
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import clear_stale_temps
@@ -52,11 +51,6 @@ from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 log = logging.getLogger("curator.filter")
-
-STEP_ID = "curate/filter"
-WORK_DIR = ".filter-work"
-SCHEMA_VERSION = 1
-CANONICAL_JSON = "json.dumps(sort_keys=True, separators=(',',':'), ensure_ascii=False)"
 
 
 class HeuristicFilters(BaseModel):
@@ -449,64 +443,33 @@ class FilterRun(StepRun):
         return [(self.ledger_path, ledger), (self.manifest_path, manifest)]
 
     def _manifest_and_ledger(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Gather what is known (from merged statistics, or from disk after a failure)
+        and build both artifacts with :func:`curator.filter.report.manifest_and_ledger`."""
         c = self._counts()
         cfg = self.config
-        failed_units = [{"unit": f"records:{reason}", "reason": reason, "records": n}
-                        for reason, n in c["failed"].items()]
         # a failed run's output is what its completed partitions left on disk: a partition
         # may finish its shard after the failure was seen, before its stats were merged
         shards = self.shards if self.completed else self._shards_on_disk()
-        n_success = c["kept"] if self.completed else sum(s["rows"] for s in shards)
-        if not self.completed:
-            if cfg.source_field is not None:
-                c["source_out"] = self._sources_on_disk(shards)
-            lost = c["input"] - n_success - sum(c["filtered"].values()) - \
-                sum(c["failed"].values())
-            failed_units.append({"unit": str(self.out), "reason": self._error_id(),
-                                 "records": max(lost, 0)})
-        ledger = build_ledger(
-            stage=STEP_ID, source=str(cfg.input_glob), n_input=c["input"], n_success=n_success,
-            filtered_by_reason=c["filtered"], failed_units=failed_units, quarantined_units=[],
-            mode=cfg.mode, completed=self.completed,
-        )
+        if not self.completed and cfg.source_field is not None:
+            c["source_out"] = self._sources_on_disk(shards)
         status, applied, note = self._policy_status()
+        policy: dict[str, Any] = {
+            "status": status, "thresholds_applied": applied, "note": note,
+            "approval_declared": self.policy.approval_method if self.policy else None}
+        if self.policy is not None:
+            policy["policy_digest"] = self.policy.policy_digest
+            policy["profile_digest"] = self.policy.profile_digest
         producer = self.producer()
         producer["runtime_dependencies"] = _runtime_dependencies(self.model)
-        per_source = cfg.source_field is not None
-        manifest: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "producer": producer,
-            "input": {"glob": cfg.input_glob, "file_count": len(self.files),
-                      "row_count": c["input"],
-                      "unparsable_rows": sum(c["failed"].values())},
-            "output": {"file_count": len(shards),
-                       "row_count": sum(s["rows"] for s in shards),
-                       "id_field": cfg.id_field, "source_field": cfg.source_field,
-                       "shards": shards},
-            "declared": {
-                "attribution": "declared",
-                "rows_absent_from_output": c["input"] - n_success,
-                "filtered": ledger["filtered_by_reason"],
-                "failed": ledger["n_failed"], "quarantined": ledger["n_quarantined"],
-            },
-            "canonicalization": {"json": CANONICAL_JSON, "duplicate_ids": "multiset"},
-            "policy": {"status": status, "thresholds_applied": applied,
-                       "approval_declared": self.policy.approval_method if self.policy else None,
-                       "note": note},
-            "gates": self.plan.gate_names if self.plan else [],
-            "rejected_dir": str(self.rejected),
-        }
-        if per_source:
-            manifest["input"]["per_source"] = c["source_in"]
-            manifest["output"]["per_source"] = c["source_out"]
-        if self.policy is not None:
-            manifest["policy"]["policy_digest"] = self.policy.policy_digest
-            manifest["policy"]["profile_digest"] = self.policy.profile_digest
-        if self.model is not None:
-            manifest["language_model"] = self.model.describe()
-        if self.error is not None:
-            manifest["error"] = self.error_block()
-        return manifest, ledger
+        facts = FilterFacts(
+            counts=c, shards=shards, completed=self.completed, error=self.error_block(),
+            file_count=len(self.files), policy=policy,
+            gates=self.plan.gate_names if self.plan else [], output_dir=str(self.out),
+            rejected_dir=str(self.rejected),
+            language_model=self.model.describe() if self.model is not None else None)
+        return manifest_and_ledger(
+            facts, producer, input_glob=cfg.input_glob, id_field=cfg.id_field,
+            source_field=cfg.source_field, mode=cfg.mode)
 
     def _error_id(self) -> str:
         block = self.error_block()

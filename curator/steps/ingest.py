@@ -33,15 +33,21 @@ from curator.artifacts import file_digest
 from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.ingest.dedup import DedupResult, resolve_duplicates
+from curator.ingest.dedup import resolve_duplicates
 from curator.ingest.parse_stage import ParseStage, records_path, write_jsonl_atomic
 from curator.ingest.plan import IngestPartitioning, resolve_inputs
-from curator.ingest.records import REASONS, IdentitySpec
-from curator.ingest.report import render
+from curator.ingest.records import IdentitySpec
+from curator.ingest.report import (
+    count_documents,
+    document_fields,
+    examples_text,
+    identity_block,
+    reasons_text,
+    render,
+)
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
 from curator.io.partitioning import parse_size
 from curator.io.writers import write_atomic
-from curator.pipeline import PipelineResult
 from curator.steps.base import ProgressHook, StepRun
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
@@ -120,7 +126,7 @@ class IngestRun(StepRun):
 
     def refuse(self) -> None:
         self.identity = self.config.identity()
-        self.fields["identity"] = _identity_block(self.config, self.identity)
+        self.fields["identity"] = identity_block(self.identity)
         self.plan = resolve_inputs(self.config.input, self.config.format, self.out)
 
     def clear_outputs(self) -> None:
@@ -163,8 +169,8 @@ class IngestRun(StepRun):
         # 2. duplicates
         dedup = resolve_duplicates(parts, config.on_duplicate, plan.files, plan.format)
         stats = parsed.stats
-        counts = _counts(stats, dedup)
-        report.update(_document_fields(stats, parsed, dedup, counts))
+        counts = count_documents(stats, dedup)
+        report.update(document_fields(stats, parsed, dedup, counts))
         report["columns_available"] = sorted(k.split(".", 2)[2] for k in stats
                                              if k.startswith("ingest_parse.column."))
         if dedup.duplicate_ids and config.on_duplicate == "refuse":
@@ -175,7 +181,7 @@ class IngestRun(StepRun):
             raise CuratorError(
                 "duplicate_documents",
                 f"{dedup.duplicate_ids} duplicate copies in {dedup.duplicate_groups} groups "
-                f"of equal ids; examples: {_examples_text(dedup)}. Set on_duplicate: drop "
+                f"of equal ids; examples: {examples_text(dedup)}. Set on_duplicate: drop "
                 "(keep the first copy) or suffix (rename later copies), or fix the input.",
                 examples=dedup.examples,
             )
@@ -189,7 +195,7 @@ class IngestRun(StepRun):
             raise CuratorError(
                 "no_usable_documents",
                 f"none of {counts['records_read']} records is usable: "
-                f"{_reasons_text(report['rejections_by_reason'])}; see {rejected}",
+                f"{reasons_text(report['rejections_by_reason'])}; see {rejected}",
             )
 
         # 3. shards
@@ -260,73 +266,6 @@ def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple
             )
         parts.append((sid, str(path)))
     return parts
-
-
-def _counts(stats: dict[str, float], dedup: DedupResult) -> dict[str, int]:
-    def get(key: str) -> int:
-        return int(stats.get(f"ingest_parse.{key}", 0))
-
-    accepted = get("accepted")
-    dropped = dedup.duplicate_ids if not dedup.decisions.is_empty() and \
-        (dedup.decisions["action"] == "drop").any() else 0
-    return {
-        "records_read": get("seen"),
-        "unparsable_lines": get("rejected.unparsable_line"),
-        "skipped_non_mapping": get("rejected.not_an_object"),
-        "skipped_missing_text": get("rejected.missing_text") + get("rejected.text_not_a_string")
-        + get("rejected.empty_text"),
-        "skipped_missing_id": get("rejected.missing_id"),
-        "duplicate_ids": dedup.duplicate_ids,
-        "duplicate_groups": dedup.duplicate_groups,
-        "written": accepted - dropped,
-    }
-
-
-def _document_fields(stats: dict[str, float], parsed: PipelineResult, dedup: DedupResult,
-                     counts: dict[str, int]) -> dict[str, Any]:
-    by_reason = {r: int(stats.get(f"ingest_parse.rejected.{r}", 0)) for r in REASONS}
-    by_reason["duplicate_id"] = len(dedup.rejections)
-    by_reason = {k: v for k, v in by_reason.items() if v}
-    seen = counts["records_read"]
-    rejected = sum(by_reason.values())
-    accepted = counts["written"]
-    encodings = {k.split(".", 2)[2]: int(v) for k, v in stats.items()
-                 if k.startswith("ingest_parse.encoding.")}
-    return {
-        "documents_seen": seen,
-        "documents_accepted": accepted,
-        "documents_rejected": rejected,
-        "documents_skipped_resumed": int(parsed.skipped_stats.get("ingest_parse.seen", 0)),
-        "rejections_by_reason": dict(sorted(by_reason.items())),
-        "encodings_used": dict(sorted(encodings.items())),
-        "lossy_documents": encodings.get("utf-8-lossy", 0),
-        "files_with_bom": int(stats.get("ingest_parse.files_with_bom", 0)),
-        "balance": {"seen": seen, "accepted": accepted, "rejected": rejected,
-                    "ok": seen == accepted + rejected},
-        "was_resumed": parsed.sources_skipped > 0,
-    }
-
-
-def _identity_block(config: IngestConfig, spec: IdentitySpec) -> dict[str, Any]:
-    if spec.id_from is not None:
-        return {"source": "corpus", "field": spec.id_from, "recipe": None, "fields": None,
-                "prefix": None, "note": f"ids taken from the input column {spec.id_from!r}"}
-    return {"source": "minted", "field": "id", "recipe": spec.recipe,
-            "fields": list(spec.id_fields), "prefix": spec.id_prefix,
-            "note": "ids minted from the listed fields; stable across runs and machines"}
-
-
-def _examples_text(dedup: DedupResult) -> str:
-    parts = []
-    for ex in dedup.examples:
-        where = ", ".join(f"{a['path']}:{a['line'] if a['line'] is not None else a.get('row')}"
-                          for a in ex["at"])
-        parts.append(f"{ex['id']} x{ex['copies']} ({where})")
-    return "; ".join(parts)
-
-
-def _reasons_text(by_reason: dict[str, int]) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in by_reason.items()) or "no records"
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:

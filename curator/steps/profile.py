@@ -25,14 +25,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator.artifacts import canonical_digest, write_json_atomic
+from curator.artifacts import write_json_atomic
 from curator.config import StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
-from curator.corpus.formats import JSONL_EXTENSIONS
+from curator.corpus.formats import JSONL_EXTENSIONS, SIDECARS
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.corpus.records import RecordSpec
 from curator.corpus.sampling import allocate
@@ -44,15 +43,13 @@ from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
 from curator.pipeline import PipelineResult
 from curator.profile.passes import (
-    LANGUAGE,
-    LANGUAGE_SCORE,
     SampleStage,
     ScoreStage,
     select_sample,
     work_file,
 )
-from curator.profile.report import render
-from curator.signals.registry import IMPL_VERSION, REGISTRY, SignalSpec, missing_requirements
+from curator.profile.report import build_report, render, sample_manifest
+from curator.signals.registry import REGISTRY, SignalSpec, missing_requirements
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.spec import FlowContext, Phase, Problem, StepSpec
 
@@ -65,7 +62,7 @@ SUMMARY_NAME = "profile_summary.md"
 CANDIDATES_NAME = "candidate_policies.yaml"
 PLOTS_DIR = "plots"
 ARTIFACTS = (REPORT_NAME, SAMPLE_MANIFEST, SUMMARY_NAME, CANDIDATES_NAME)
-SAMPLING_METHOD = "per-source proportional allocation, hash-bottom-k by sha256(seed:key)"
+
 
 
 class BandSearch(BaseModel):
@@ -142,7 +139,7 @@ class ProfileRun(StepRun):
         self.specs, self.notes = select_signals(config.signals, self.pack,
                                                 config.models.tokenizer is not None)
         files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
-                 if Path(f).name.removesuffix(".json") not in _SIDECARS]
+                 if Path(f).name not in SIDECARS]
         self.files = [f for f in files if not Path(f).is_relative_to(out)]
         if not self.files:
             raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
@@ -197,10 +194,12 @@ class ProfileRun(StepRun):
             scores = scores.sort(["source", "rank", "file", "offset"])
 
         # 5. statistics; 6. the other artifacts (the report last, in artifacts())
-        self.report = _report(config, self.pack, self.specs, notes, corpus, populations,
-                              allocations, scores, scored.stats, langid)
-        write_json_atomic(out / SAMPLE_MANIFEST, _sample_manifest(config, populations,
-                                                                  allocations, scores))
+        sampling = {"seed": config.seed, "max_total_docs": config.max_total_docs}
+        self.report = build_report(sampling, config.band_search.model_dump(), self.pack,
+                                   self.specs, notes, corpus, populations, allocations,
+                                   scores, scored.stats, langid)
+        write_json_atomic(out / SAMPLE_MANIFEST, sample_manifest(sampling, populations,
+                                                                 allocations, scores))
         _write_policy_and_summary(self.report, out)
 
     def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
@@ -218,11 +217,6 @@ def _clear_artifacts(out: Path) -> None:
     for name in ARTIFACTS:
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / PLOTS_DIR, ignore_errors=True)
-
-
-_SIDECARS = {"audit_report", "curation_ledger", "decontamination_report", "flow_plan",
-             "flow_report", "ingest_report", "plan", "profile_report", "run_manifest",
-             "sample_manifest", "subset_report", "token_counts"}
 
 
 def select_signals(
@@ -271,115 +265,6 @@ def _parquet(frame: pl.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def _weights(scores: pl.DataFrame, populations: dict[str, int]) -> tuple[np.ndarray, ...]:
-    sources = sorted(populations)
-    index = {s: i for i, s in enumerate(sources)}
-    drawn = scores.group_by("source").len()
-    drawn_n = dict(zip(drawn["source"].to_list(), drawn["len"].to_list(), strict=True))
-    src = scores["source"].to_list()
-    weights = np.array([populations[s] / drawn_n[s] for s in src], dtype=np.float64)
-    source_idx = np.array([index[s] for s in src], dtype=np.int64)
-    return weights, source_idx, np.array(sources, dtype=object)
-
-
-def _report(
-    config: ProfileConfig,
-    pack: LangPack,
-    specs: list[SignalSpec],
-    notes: list[str],
-    corpus: dict[str, Any],
-    populations: dict[str, int],
-    allocations: dict[str, int],
-    scores: pl.DataFrame,
-    stats: dict[str, float],
-    langid: FastTextLangId,
-) -> dict[str, Any]:
-    from curator.profile import stats as S
-
-    weights, source_idx, sources = _weights(scores, populations)
-    blocks = []
-    arrays: dict[str, np.ndarray] = {}
-    for spec in specs:
-        values = scores[spec.name].to_numpy().astype(np.float64)
-        arrays[spec.name] = values
-        failures = int(stats.get(f"profile_score.scoring_failures.{spec.name}", 0))
-        block = S.signal_block(spec, values, weights, source_idx, list(sources),
-                               scoring_failures=failures,
-                               band_search=config.band_search.model_dump())
-        curve = block.get("retention")
-        if isinstance(curve, list) and curve and not S.verify_direction(spec, values, weights,
-                                                                         curve):
-            raise CuratorError(
-                "direction_mismatch",
-                f"{spec.name}: the retention curve disagrees with the keep rule of a "
-                f"{spec.direction!r} signal; the registry or the scorer is wrong",
-            )
-        blocks.append(block)
-    registry = {s.name: s for s in specs}
-    cooccurrence = S.cooccurrence(registry, arrays, weights)
-    simulation = S.policy_simulation(registry, arrays, weights)
-    if cooccurrence is None:
-        notes.append(S.COOCCURRENCE_UNAVAILABLE)
-    if simulation is None:
-        notes.append(S.SIMULATION_UNAVAILABLE)
-    report: dict[str, Any] = {
-        "step_id": STEP_ID,
-        "schema_version": 1,
-        "signals_impl_version": IMPL_VERSION,
-        "langpack": pack.describe(),
-        "corpus": corpus,
-        "sampling": {"seed": config.seed, "max_total_docs": config.max_total_docs,
-                     "sampled": scores.height, "method": SAMPLING_METHOD,
-                     "allocations": allocations},
-        "tokenizer": None,
-        "views": {"macro": "nan-mean over sources of per-source quantiles",
-                  "micro": "every sampled document weighted by its source's "
-                           "population / drawn"},
-        "notes": notes,
-        "signals": blocks,
-        "language_composition": _language_composition(scores, langid),
-        "cooccurrence": cooccurrence,
-        "policy_simulation": simulation,
-        "interpretation": _interpretation(),
-    }
-    report["profile_digest"] = canonical_digest(report)
-    return report
-
-
-def _interpretation() -> dict[str, str]:
-    return {
-        "retention": "share of the corpus (micro view) a single gate at that threshold keeps",
-        "bands": "contiguous grid runs whose retention lies in band_search; each band's two "
-                 "thresholds are alternative single bounds, not a range",
-        "direction": "max keeps score <= threshold; min keeps score >= threshold; interval "
-                     "keeps lo <= score <= hi",
-        "candidates": "candidate_policies.yaml proposes, a person approves with "
-                      "`curate approve`; nothing here is applied",
-    }
-
-
-def _sample_manifest(
-    config: ProfileConfig,
-    populations: dict[str, int],
-    allocations: dict[str, int],
-    scores: pl.DataFrame,
-) -> dict[str, Any]:
-    keys: dict[str, list[int]] = {}
-    for source, ranks in scores.group_by("source", maintain_order=True).agg(pl.col("rank")) \
-            .iter_rows():
-        keys[source] = sorted(int(r) for r in ranks)
-    rows = []
-    for source, population in populations.items():
-        drawn = len(keys.get(source, []))
-        rows.append({
-            "source": source, "population": population, "sampled": allocations.get(source, 0),
-            "weight": population / allocations[source] if allocations.get(source) else None,
-            "drawn": drawn, "effective_weight": population / drawn if drawn else None,
-        })
-    return {"seed": config.seed, "max_total_docs": config.max_total_docs,
-            "allocations": rows, "sampled_keys": dict(sorted(keys.items()))}
-
-
 def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
     from curator.policy import build_candidate, write_candidate
     from curator.profile.plots import write_plots
@@ -388,17 +273,6 @@ def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
     write_candidate(build_candidate(report), out / CANDIDATES_NAME)
     plots = write_plots(report, out)
     write_atomic(out / SUMMARY_NAME, render_summary(report, plots))
-
-
-def _language_composition(scores: pl.DataFrame, langid: FastTextLangId) -> dict[str, Any] | None:
-    from curator.profile import stats as S
-
-    if LANGUAGE not in scores.columns:
-        return None
-    desc = langid.describe()  # the model by name and digest: a path is not portable
-    return S.language_composition(scores[LANGUAGE].to_list(),
-                                  scores[LANGUAGE_SCORE].to_numpy(),
-                                  f"{desc['model']} ({desc['sha256']})", desc["max_chars"])
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:
