@@ -16,6 +16,9 @@ keeps the order every step follows:
    ``producer.completed_at``);
 5. :meth:`cleanup`: work files and checkpoint go, only after a completed run's
    artifacts are written (a run killed before that still resumes).
+
+Temp files that a killed run's writers left in :meth:`output_dirs` are cleared once
+the output is touched and again at cleanup.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from curator.checkpoint import METADATA_DIRNAME
 from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.io.writers import write_atomic
+from curator.io.writers import clear_stale_temps, write_atomic
 from curator.pipeline import Pipeline, PipelineResult, Progress
 from curator.stages import ProcessingStage
 from curator.steps.spec import Problem
@@ -137,6 +140,7 @@ class StepRun:
             if not self.resuming:
                 self.clear_outputs()
             self.touched_output = True
+            clear_stale_temps(*self.output_dirs())  # what a killed run's writers left
             self.execute()
             self.completed = True
         except BaseException as exc:
@@ -161,6 +165,7 @@ class StepRun:
         return result
 
     def cleanup(self) -> None:
+        clear_stale_temps(*self.output_dirs())
         shutil.rmtree(self.work, ignore_errors=True)
         if self.ckpt_root is not None:
             shutil.rmtree(self.ckpt_root, ignore_errors=True)
@@ -171,6 +176,10 @@ class StepRun:
 
     def clear_outputs(self) -> None:
         """Remove this step's earlier outputs (a fresh, not a resumed, run)."""
+
+    def output_dirs(self) -> list[Path]:
+        """Where it writes (temp files of dead writers are cleared there)."""
+        return [self.out]
 
     def execute(self) -> None:
         raise NotImplementedError

@@ -41,7 +41,6 @@ from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGat
 from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
 from curator.filter.stage import FilterStage, shard_name
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.writers import clear_stale_temps
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
 from curator.pipeline import PipelineResult
@@ -237,7 +236,6 @@ class FilterRun(StepRun):
     def execute(self) -> None:
         cfg, work, partitions = self.config, self.work, self.partitions
         sids = partition_ids(partitions)
-        clear_stale_temps(self.out, self.rejected)  # a killed run's half-written files
         if self.policy is not None:  # 2. the fingerprint, before any threshold
             spec = RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
                               source_field=cfg.source_field)
@@ -272,6 +270,9 @@ class FilterRun(StepRun):
                                f"shards hold {written} records but {self.stats.get('filter.kept')}"
                                " were kept")
         self._after_checks()  # a refused output is not a completed run: no completed_at
+
+    def output_dirs(self) -> list[Path]:
+        return [self.out, self.rejected]
 
     def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
         try:

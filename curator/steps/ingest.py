@@ -225,7 +225,6 @@ class IngestRun(StepRun):
         ]
         report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
                                 "skipped_resumed": self.resumed_partitions}
-        _remove_stale_temps(out)
 
 
 def _shard_digest(out: Path, staging: Path, index: int) -> str:
@@ -235,13 +234,6 @@ def _shard_digest(out: Path, staging: Path, index: int) -> str:
     except OSError:
         digest = ""
     return digest if digest.startswith("sha256:") else file_digest(out / f"part_{index}.jsonl")
-
-
-def _remove_stale_temps(out: Path) -> None:
-    """Temp files (``.<name>.tmp-<pid>``) that a killed run's writers left behind."""
-    for pattern in (".part_*.jsonl.tmp-*", f".{REPORT_NAME}.tmp-*", "rejected/.*.jsonl.tmp-*"):
-        for stale in out.glob(pattern):
-            stale.unlink(missing_ok=True)
 
 
 def _is_planned(name: str, n: int) -> bool:
