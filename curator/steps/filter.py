@@ -510,9 +510,7 @@ def _derive(flow: FlowContext) -> dict[str, Any]:
     reads, corpus = flow.reads, flow.corpus
     policy = {"approved_policy": flow.approved_policy, "langpack_dir": corpus.langpack_dir}
     policy = {k: v for k, v in policy.items() if v is not None}
-    return {"input_glob": reads.glob, "text_field": reads.text_field,
-            "id_field": reads.id_field, "source_field": reads.source_field,
-            "metadata_fields": list(reads.metadata_fields),
+    return {**reads.keys(), "metadata_fields": list(reads.metadata_fields),
             "emit_manifest": "run_manifest.json", "emit_ledger": "curation_ledger.json",
             "heuristic_filters": policy or None}
 

@@ -276,10 +276,8 @@ def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:
-    reads = flow.reads
-    return {"input_glob": reads.glob, "text_field": reads.text_field,
-            "id_field": reads.id_field, "source_field": reads.source_field,
-            "language": flow.corpus.language, "langpack_dir": flow.corpus.langpack_dir}
+    return {**flow.reads.keys(), "language": flow.corpus.language,
+            "langpack_dir": flow.corpus.langpack_dir}
 
 
 SPEC = StepSpec(

@@ -41,6 +41,11 @@ class CorpusView:
     source_field: str | None = None
     metadata_fields: tuple[str, ...] = ()
 
+    def keys(self, glob_key: str = "input_glob") -> dict[str, Any]:
+        """The config keys of a step that reads this corpus."""
+        return {glob_key: self.glob, "text_field": self.text_field, "id_field": self.id_field,
+                "source_field": self.source_field}
+
 
 @dataclass
 class FlowContext:
@@ -53,6 +58,9 @@ class FlowContext:
     approved_policy: str | None  # the policy the flow's approve block writes, if any
     output_dir: str = ""  # this step's output dir under root
     done: bool = False  # its artifacts are complete for this config: the flow skips it
+    #: the configs of the steps before it (enabled or not), by key, and which are enabled
+    upstream: dict[str, dict[str, Any]] = field(default_factory=dict)
+    upstream_enabled: dict[str, bool] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # a preflight's warnings go here
 
 
