@@ -13,12 +13,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## Set up, generate the demo corpus (docs/demo-corpus.md) and run the whole flow on it in two
-## runs: measure (ingest, profile), then approve (a documented choice) and apply (filter).
+## runs: measure (ingest, profile), then approve (a documented choice) and apply (filter);
+## then measure the approved policy on the generator's labelled sample (curate evaluate).
 demo: $(STAMP)
 	rm -rf demo-run
 	$(BIN)/curate demo-corpus --out demo-run/raw
 	$(BIN)/curate flow --config examples/demo/flow-measure.yaml
 	$(BIN)/curate flow --config examples/demo/flow-apply.yaml
+	$(BIN)/curate evaluate --policy demo-run/policy/approved_policy.yaml \
+	  --labelled demo-run/raw/labelled_sample.txt --langpack-dir langpacks \
+	  --language en --words 20:100000 --report demo-run/evaluation.json
 	$(BIN)/python examples/demo/summary.py --workdir demo-run
 
 ## The engine's interrupt-and-resume walk-through (press Ctrl+C midway, run it again).

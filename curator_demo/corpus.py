@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import hashlib
 import io
 import json
 import random
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -36,6 +38,9 @@ DEFAULT_DOCS = 3000
 DEFAULT_SEED = 1234
 MIN_DOCS = 50
 MANIFEST_NAME = "demo_corpus_manifest.yaml"
+#: the labelled sample for ``curate evaluate``: JSON lines, but not a corpus extension, so
+#: no step that reads the folder takes it for data (docs/demo-corpus.md)
+LABELLED_NAME = "labelled_sample.txt"
 
 #: Content kinds other than clean prose: fraction of ``docs`` (every kind at least once).
 #: All of these are valid records that ingest accepts; later steps judge them.
@@ -843,6 +848,7 @@ def build_corpus(docs: int = DEFAULT_DOCS, seed: int = DEFAULT_SEED
                                for r in legacy).encode("cp1252")
 
     manifest = _manifest(docs, seed, content, line_noise, files, out)
+    manifest["labelled_sample"] = build_labelled_sample(seed)[1]
     return out, manifest
 
 
@@ -889,14 +895,77 @@ def _manifest(docs: int, seed: int, content: dict[str, int], line_noise: dict[st
     }
 
 
+# --------------------------------------------------------------------------------------
+# The labelled sample (curate evaluate)
+# --------------------------------------------------------------------------------------
+
+#: kind -> (label, phenomenon, documents) of the labelled sample. ``label`` is what should
+#: happen to the document, ``phenomenon`` what about its text could trip a gate (the
+#: closed list of ``curate evaluate``; ``clean``: nothing unusual in its characters or
+#: language). Boilerplate-wrapped pages (content plus chrome: a judgement, not a fact)
+#: and syndicated copies (a deduplication step's business) are left out.
+LABELLED_KINDS: dict[str, tuple[str, str, int]] = {
+    "clean": ("keep", "clean", 170),  # prose in the five styles
+    "nfd": ("keep", "nfd", 30),  # the cp1252 kind's accented prose, decomposed (NFD)
+    "boilerplate_only": ("drop", "clean", 20),
+    "lorem_ipsum": ("drop", "clean", 10),
+    "near_empty": ("drop", "clean", 20),
+    "repeated_lines": ("drop", "clean", 15),
+    "symbol_soup": ("drop", "ocr_noise", 15),  # character-level garbage
+    "non_english": ("drop", "langid_error", 20),  # Russian: only a language gate's job
+}
+
+
+def _labelled_seed(seed: int) -> int:
+    """The sample's own seed: its documents are held out (none is in the corpus), and
+    drawing them leaves the corpus's random stream, so its bytes, untouched."""
+    return int.from_bytes(hashlib.sha256(f"curator-demo-labelled:{seed}".encode()).digest()[:8],
+                          "big")
+
+
+def build_labelled_sample(seed: int = DEFAULT_SEED) -> tuple[bytes, dict[str, Any]]:
+    """The labelled sample's bytes (UTF-8 JSON lines ``{id, text, label, phenomenon,
+    kind, source}``, shuffled) and its manifest block."""
+    gen = DemoCorpusGenerator(_labelled_seed(seed))
+    kinds = [k for k, (_, _, n) in LABELLED_KINDS.items() for _ in range(n)]
+    gen.rng.shuffle(kinds)
+    lines = []
+    for i, kind in enumerate(kinds, start=1):
+        label, phenomenon, _ = LABELLED_KINDS[kind]
+        if kind == "nfd":
+            rec = gen.cp1252()
+            rec["text"] = unicodedata.normalize("NFD", rec["text"])
+        else:
+            rec = getattr(gen, kind)()
+        lines.append(json.dumps({"id": f"labelled-{i:04d}", "text": rec["text"], "label": label,
+                                 "phenomenon": phenomenon, "kind": kind,
+                                 "source": rec["source"]}, ensure_ascii=False))
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    labels = [LABELLED_KINDS[k][0] for k in kinds]
+    block = {
+        "file": LABELLED_NAME,
+        "records": len(kinds),
+        "keep": labels.count("keep"),
+        "drop": labels.count("drop"),
+        "held_out": True,
+        "kinds": {k: {"label": lb, "phenomenon": ph, "documents": n}
+                  for k, (lb, ph, n) in LABELLED_KINDS.items()},
+        "sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
+    }
+    return data, block
+
+
 def generate_demo_corpus(out: str | Path, docs: int = DEFAULT_DOCS,
                          seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """Write the demo corpus and its manifest into ``out``; return the manifest."""
+    """Write the demo corpus, its labelled sample and its manifest into ``out``; return
+    the manifest."""
     files, manifest = build_corpus(docs, seed)
+    labelled, _ = build_labelled_sample(seed)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         write_atomic(folder / name, data)
+    write_atomic(folder / LABELLED_NAME, labelled)
     write_atomic(folder / MANIFEST_NAME,
                  yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
     return manifest

@@ -126,7 +126,7 @@ def demo_corpus(
     seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 1234,
 ) -> None:
     """Write a deterministic demo corpus: English-like web text with known noise."""
-    from curator_demo import MANIFEST_NAME, generate_demo_corpus
+    from curator_demo import LABELLED_NAME, MANIFEST_NAME, generate_demo_corpus
 
     try:
         manifest = generate_demo_corpus(out, docs=docs, seed=seed)
@@ -138,7 +138,8 @@ def demo_corpus(
         f"demo corpus: {manifest['docs']} documents (seed {seed}), "
         f"{len(manifest['files'])} files, {manifest['total_bytes'] / 1e6:.1f} MB in {out}; "
         f"noise: {', '.join(f'{k} {v}' for k, v in noise.items() if k != 'clean')}; "
-        f"manifest {out / MANIFEST_NAME}"
+        f"manifest {out / MANIFEST_NAME}; labelled sample for curate evaluate "
+        f"{out / LABELLED_NAME}"
     )
 
 
@@ -178,6 +179,60 @@ def approve(
         return
     typer.echo(f"approved policy: {len(doc['thresholds'])} thresholds, written to {out}; "
                f"policy digest {digest}")
+
+
+@app.command()
+def evaluate(
+    policy: Annotated[Path, typer.Option("--policy", help="approved_policy.yaml")],
+    labelled: Annotated[
+        list[Path],
+        typer.Option("--labelled", help="labelled JSON lines {id, text, label, phenomenon} "
+                                        "(repeatable)"),
+    ],
+    langpack_dir: Annotated[
+        str | None, typer.Option("--langpack-dir", help="where the policy's pack is")
+    ] = None,
+    language: Annotated[
+        list[str] | None,
+        typer.Option("--language", help="add the language gate: keep these codes "
+                                        "(repeatable; e.g. en)"),
+    ] = None,
+    min_langid_score: Annotated[
+        float, typer.Option("--min-langid-score", help="the language gate's floor")
+    ] = 0.3,
+    words: Annotated[
+        str | None, typer.Option("--words", help="add the word bounds: MIN:MAX")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="write the JSON report here")
+    ] = None,
+) -> None:
+    """Measure an approved policy on labelled sets: false rejection, noise removal."""
+    from curator.artifacts import write_json_atomic
+    from curator.evaluate import evaluate_policy, render_text
+
+    try:
+        bounds = None
+        if words is not None:
+            lo, sep, hi = words.partition(":")
+            try:
+                bounds = (int(lo), int(hi))
+            except ValueError:
+                sep = ""
+            if not sep:
+                raise CuratorError("config_error", f"--words {words!r}: expected MIN:MAX, "
+                                                   "two integers")
+        result = evaluate_policy(policy, labelled, langpack_dir=langpack_dir,
+                                 language_codes=language or [],
+                                 min_langid_score=min_langid_score, words=bounds)
+        if report is not None:
+            write_json_atomic(report, result)
+    except CuratorError as exc:
+        fail(exc)
+        return
+    typer.echo(render_text(result))
+    if report is not None:
+        typer.echo(f"report {report}")
 
 
 @checkpoint_app.command("show")

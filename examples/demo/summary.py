@@ -4,7 +4,8 @@
 
 Reads ``<workdir>/ingested/ingest_report.json`` and compares it with what the demo
 corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``), then, when
-present, ``<workdir>/profile/profile_report.json``.
+present, ``<workdir>/profile/profile_report.json``, the filter's manifest and ledger, and
+``<workdir>/evaluation.json`` (``curate evaluate`` on the generator's labelled sample).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -56,6 +58,7 @@ def main() -> int:
     print(f"matches the noise the generator planted: {'yes' if matches else 'NO'}")
     profiled = _profile(args.workdir / "profile")
     filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
+    _evaluation(args.workdir / "evaluation.json")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
     return 0 if matches and report["balance"]["ok"] and profiled and filtered else 1
@@ -115,6 +118,37 @@ def _filter(out: Path, policy_dir: Path) -> bool:
           f"balanced: {ledger['balanced']}")
     print(f"removed by gate: {removed}")
     return bool(ledger["balanced"]) and "completed_at" in manifest["producer"]
+
+
+def _evaluation(path: Path) -> None:
+    """What ``curate evaluate`` measured on the generator's labelled sample (informative)."""
+    if not path.is_file():
+        print(f"\n(no evaluation at {path})")
+        return
+    report = json.loads(path.read_text(encoding="utf-8"))
+    t = report["totals"]
+    print("\n== demo: curate evaluate (the labelled sample) ==")
+    print(f"report       {path}  (gates: {', '.join(report['gates'])})")
+    print(f"false rejection {t['keep_dropped']}/{t['keep']} keep documents dropped; "
+          f"noise removal {t['drop_dropped']}/{t['drop']} drop documents dropped")
+    for row in report["phenomena"]:
+        parts = [f"{row[f'{label}_dropped']}/{row[label]} {label} dropped"
+                 for label in ("keep", "drop") if row[label]]
+        if parts:
+            print(f"  {row['phenomenon']:<13} {', '.join(parts)}")
+    # the generator's kind of each labelled document, to say what got through
+    kinds = {}
+    for file in report["labelled_files"]:
+        sample = Path(file["path"])
+        lines = sample.read_text(encoding="utf-8").splitlines() if sample.is_file() else []
+        for line in filter(str.strip, lines):
+            doc = json.loads(line)
+            kinds[doc["id"]] = doc.get("kind", doc["phenomenon"])
+    for name, rows in (("wrongly dropped", report["false_rejections"]),
+                       ("noise kept", report["missed_noise"])):
+        if rows:
+            counts = Counter(kinds.get(r["id"], "?") for r in rows)
+            print(f"{name}: {', '.join(f'{k} {n}' for k, n in counts.most_common())}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from curator_demo.corpus import (
     CP1252_FILE,
     FOOTERS,
     GZ_FILE,
+    LABELLED_NAME,
     LINE_NOISE,
     MANIFEST_NAME,
     NEAR_EMPTY,
@@ -128,7 +129,9 @@ def test_same_seed_gives_the_same_bytes(tmp_path: Path,
     generate_demo_corpus(a, DOCS, SEED)
     generate_demo_corpus(b, DOCS, SEED)
     names = sorted(p.name for p in a.iterdir())
-    assert names == sorted([*files, MANIFEST_NAME])
+    # the corpus, its manifest and the labelled sample for curate evaluate (not corpus:
+    # its extension is not an input one, tests/evaluate/test_demo_sample.py)
+    assert names == sorted([*files, MANIFEST_NAME, LABELLED_NAME])
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     for name, data in files.items():
