@@ -25,7 +25,7 @@ from curator.steps.registry import BY_KEY, STEPS
 from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec
 
 #: steps of the reference's flow that this version does not build yet
-PLANNED = ("audit", "decontamination", "subset")
+PLANNED = ("decontamination", "subset")
 MARKER = ".curate_flow_step.json"
 
 
@@ -173,7 +173,9 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     steps: list[StepPlan] = []
     for spec in STEPS:
         ctx = FlowContext(root=root, corpus=corpus, reads=reads, approved_policy=approved,
-                          output_dir=str(root / spec.output_subdir))
+                          output_dir=str(root / spec.output_subdir),
+                          upstream={s.key: s.config for s in steps},
+                          upstream_enabled={s.key: s.enabled for s in steps})
         authored = {k: v for k, v in config.steps.get(spec.key, {}).items() if k != "enabled"}
         derived = {"output_dir": ctx.output_dir, **_drop_none(spec.derive(ctx))}
         cfg = _deep_merge(derived, authored)

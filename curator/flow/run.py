@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from curator.artifacts import utc_now, write_json_atomic
+from curator.errors import CuratorError
 from curator.flow.approval import approve_policy
 from curator.flow.plan import (
     PLANNED,
@@ -145,8 +146,16 @@ class FlowReport:
                        None)
         error = error_block(exc)
         if running is not None:
+            notes = []
+            if isinstance(exc, CuratorError) and exc.details.get("complete"):
+                # a verdict (the audit's findings): the artifacts are complete, the step
+                # failed; the fields it gives the flow report still hold
+                notes.append("artifacts complete; the step's verdict failed")
+                done = running.spec.read_result(running.config)
+                if done:
+                    self.data.update(running.spec.flow_fields(done))
             self.data["steps"].append({"step_id": running.step_id, "status": "failed",
-                                       "output_dir": running.output_dir, "notes": [],
+                                       "output_dir": running.output_dir, "notes": notes,
                                        "passed": False, "warnings": [], "error": error})
         self.data["error"] = error
 

@@ -15,7 +15,10 @@ keeps the order every step follows:
    with the completion artifact last, on failure too (with ``error``, without
    ``producer.completed_at``);
 5. :meth:`cleanup`: work files and checkpoint go, only after a completed run's
-   artifacts are written (a run killed before that still resumes).
+   artifacts are written (a run killed before that still resumes);
+6. :meth:`verdict`: a completed run whose result is a judgement (the audit) raises its
+   error here, after its complete artifacts are written: the artifact is complete
+   (``producer.completed_at``), the verdict failed.
 
 Temp files that a killed run's writers left in :meth:`output_dirs` are cleared once
 the output is touched and again at cleanup.
@@ -152,6 +155,7 @@ class StepRun:
         self.cleanup()
         log.info("%s: done in %.1f s, output in %s", self.step_id,
                  time.perf_counter() - self._t0, self.out)
+        self.verdict(result)
         return result
 
     def write_artifacts(self) -> dict[str, Any]:
@@ -188,6 +192,12 @@ class StepRun:
         """``(path, data)`` to write in order; the last is the completion artifact
         (``path`` ``None``: not written, e.g. ``emit_manifest: null``)."""
         raise NotImplementedError
+
+    def verdict(self, result: dict[str, Any]) -> None:
+        """Judge a completed run's result (its artifacts are written and complete):
+        raise to fail it (the audit's ``audit_findings``, exit 1). Errors raised here
+        carry ``complete=True`` in their details, so a flow knows the step's artifacts
+        are complete though the step failed."""
 
     def config_extra(self) -> dict[str, Any]:
         """What the result depends on besides the config (the filter's resolved policy)."""

@@ -160,6 +160,7 @@ def test_preflight_of_an_apply_config_before_any_profile(
     config = base_config(raw, root, profile=False, filt=True, approve=APPROVE)
     config["corpus"].update(langpack_dir=None, language=None)
     config["steps"]["audit"] = {"enabled": True}
+    config["steps"]["decontamination"] = {"enabled": True}
     config["steps"]["filter"]["heuristic_filters"] = {"approved_policy": "elsewhere.yaml"}
     config["steps"]["filter"]["quality_filters"] = {"max_words": 500}
     exc, plan = _preflight(config)

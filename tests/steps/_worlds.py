@@ -42,6 +42,8 @@ KEYS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "filter": ({"source_field": "source", "partition_size": "32KB",
                 "quality_filters": {"min_words": 20, "max_words": 100000}},
                {"quality_filters": {"min_words": 40, "max_words": 100000}}),
+    # the target is a filter's output (made by make_world); the paths are added there
+    "audit": ({"mode": "integrity"}, {"mode": "digest"}),
 }
 
 
@@ -50,7 +52,25 @@ def make_world(key: str, input_key: str, folder: Path) -> World:
     raw = folder / "raw"
     if not raw.is_dir():
         generate_demo_corpus(raw, docs=240, seed=7)
+    if key == "audit":  # audit what a real filter run wrote from the demo corpus
+        filtered = filtered_world(raw, folder / "filtered")
+        keys = {**keys, "declared_manifest": str(filtered / "run_manifest.json"),
+                "ledger_glob": str(filtered / "curation_ledger.json"),
+                "reference_glob": str(raw), "digest_root": str(filtered)}
+        return World(filtered, keys, variant, input_key)
     return World(raw, keys, variant, input_key)
+
+
+def filtered_world(raw: Path, out: Path) -> Path:
+    """The filter's world run on ``raw`` into ``out`` (ids from ``url``, so the audit
+    matches records by id)."""
+    from curator.steps.filter import FilterConfig, run_filter
+
+    if not (out / "run_manifest.json").is_file():
+        keys = copy.deepcopy(KEYS["filter"][0])
+        run_filter(FilterConfig(**keys, input_glob=str(raw), output_dir=str(out),
+                                id_field="url", execution={"executor": "inline"}))
+    return out
 
 
 def data_files(out: Path) -> dict[str, bytes]:

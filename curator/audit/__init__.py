@@ -1,0 +1,1 @@
+"""curate audit: the per-file scan, the checks, the report (docs/audit.md)."""

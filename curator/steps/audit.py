@@ -1,0 +1,318 @@
+"""curate audit: prove from disk what the filter's artifacts claim.
+
+1. refuse what cannot be audited: a target that matches nothing, a declared manifest,
+   ledger or policy that does not exist, containment without comparison fields or a
+   reference (exit 2);
+2. scan (engine pass, one unit per file): every target shard, reference file and
+   rejected file is read once; its bytes, digest, rows, first fault, sources, ids and
+   keys go to the work dir (:mod:`curator.audit.scan`) and are merged from disk;
+3. the checks (:mod:`curator.audit.checks`) and ``audit_report.json`` with
+   ``audit_summary.md``, complete (``producer.completed_at``) whatever the verdict;
+4. the verdict: findings raise ``audit_findings`` (exit 1) *after* the complete report
+   is written (:meth:`curator.steps.base.StepRun.verdict`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from curator.artifacts import file_digest
+from curator.audit.checks import AuditFacts
+from curator.audit.report import (
+    REPORT_NAME,
+    SCHEMA_VERSION,
+    STEP_ID,
+    SUMMARY_NAME,
+    build_report,
+    render,
+)
+from curator.audit.scan import FileScan, ScanStage, load_scans, scan_path
+from curator.config import StepConfig
+from curator.corpus.formats import JSONL_EXTENSIONS, SIDECARS
+from curator.corpus.records import RecordSpec
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.io.partitioning import FilePartitioningStage, resolve_input_files
+from curator.io.writers import write_atomic
+from curator.steps.base import ProgressHook, StepRun
+from curator.steps.spec import FlowContext, Phase, Problem, StepSpec
+
+Mode = Literal["integrity", "digest", "containment", "all"]
+
+
+class AuditConfig(StepConfig):
+    """Configuration of ``curate audit`` (the reference's keys and four of this
+    project's; docs/audit.md)."""
+
+    target_glob: str | list[str]
+    output_dir: str = "./output/audit"
+    declared_manifest: str | None = None
+    ledger_glob: str | list[str] | None = None
+    reference_glob: str | list[str] | None = None
+    mode: Mode = "integrity"
+    comparison_fields: list[str] = Field(default_factory=list)
+    source_field: str | None = None  # the manifest's output.source_field wins
+    digest_root: str | None = None
+    # this project's
+    id_field: str | None = None  # the manifest's output.id_field wins
+    text_field: str = "text"  # as the filter read it: which input lines were documents
+    approved_policy: str | None = None  # the policy file whose digest the manifest names
+    rejected_dir: str | None = None  # default: the manifest's rejected_dir
+
+    def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
+        problems: list[Problem] = []
+        if self.mode in ("containment", "all"):
+            if not self.comparison_fields:
+                problems.append(("containment_needs_comparison_fields",
+                                 f"mode {self.mode} compares rows by comparison_fields, which "
+                                 "is empty (e.g. comparison_fields: [id, text])"))
+            if not self.reference_glob:
+                problems.append(("containment_needs_a_reference",
+                                 f"mode {self.mode} needs reference_glob (the corpus the "
+                                 "target must be contained in)"))
+        if flow is None:  # in a flow the upstream files are written by earlier steps
+            for key in ("declared_manifest", "approved_policy"):
+                value = getattr(self, key)
+                if value is not None and not Path(value).is_file():
+                    problems.append((f"{key}_not_found", f"{key} {value!r} does not exist"))
+        else:
+            if self.declared_manifest is None or self.ledger_glob is None:
+                flow.warnings.append(
+                    "the audit has no manifest or no ledger (the filter is off and its "
+                    "artifacts are absent): it claims less (docs/audit.md)")
+            if not flow.upstream_enabled.get("filter") and not _matches(self.target_glob):
+                problems.append(("missing_upstream_artifact",
+                                 f"steps.audit.target_glob {self.target_glob!r} matches no "
+                                 "files and the filter, which writes them, is off"))
+        return problems
+
+
+def _matches(spec: str | list[str]) -> bool:
+    try:
+        return bool(resolve_input_files(spec, JSONL_EXTENSIONS))
+    except CuratorError:
+        return False
+
+
+def run_audit(config: AuditConfig, executor: Executor | None = None,
+              on_progress: ProgressHook | None = None) -> dict[str, Any]:
+    """Audit; return the report (also written). Findings raise ``audit_findings``
+    (exit 1) after the complete report is on disk."""
+    return AuditRun(config, executor, on_progress).run()
+
+
+class AuditRun(StepRun):
+    key = "audit"
+    schema_version = SCHEMA_VERSION
+    config: AuditConfig
+
+    def __init__(self, config: AuditConfig, executor: Executor | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        super().__init__(config, executor, on_progress)
+        self.report_path = self.out / REPORT_NAME
+        self.target: list[str] = []
+        self.reference: list[str] = []
+        self.rejected: list[str] = []
+        self.manifest: dict[str, Any] | None = None
+        self.manifest_error: str | None = None
+
+    # -- refusals ----------------------------------------------------------------------
+    def refuse(self) -> None:
+        cfg = self.config
+        self.target = self._resolve(cfg.target_glob, "target_glob")
+        if not self.target:
+            raise CuratorError("target_glob_no_matches",
+                               f"target_glob {cfg.target_glob!r} matches no JSONL files")
+        if cfg.reference_glob:
+            self.reference = self._resolve(cfg.reference_glob, "reference_glob")
+            if not self.reference:
+                raise CuratorError("reference_glob_no_matches",
+                                   f"reference_glob {cfg.reference_glob!r} matches no files")
+        self._read_manifest()
+        rejected = cfg.rejected_dir or (self.manifest or {}).get("rejected_dir")
+        if rejected and Path(rejected).is_dir():
+            self.rejected = sorted(str(p.resolve()) for p in Path(rejected).glob("*.jsonl"))
+        self.target = [f for f in self.target if f not in set(self.rejected)]
+
+    def _resolve(self, spec: str | list[str], key: str) -> list[str]:
+        try:
+            found = resolve_input_files(spec, JSONL_EXTENSIONS)
+        except CuratorError as exc:
+            raise CuratorError(f"{key}_no_matches", exc.message) from exc
+        return [f for f in found if Path(f).name not in SIDECARS
+                and not Path(f).name.startswith(".") and not Path(f).is_relative_to(self.out)]
+
+    def _read_manifest(self) -> None:
+        path = self.config.declared_manifest
+        if path is None:
+            return
+        if not Path(path).is_file():
+            raise CuratorError("declared_manifest_not_found",
+                               f"declared_manifest {path!r} does not exist")
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            self.manifest_error = f"{type(exc).__name__}: {exc}"
+            return
+        if isinstance(data, dict):
+            self.manifest = data
+        else:
+            self.manifest_error = "not a JSON object"
+
+    # -- the run -----------------------------------------------------------------------
+    def fields(self) -> tuple[str | None, str | None]:
+        """(id_field, source_field): the manifest's output fields win."""
+        output = (self.manifest or {}).get("output") or {}
+        return (output.get("id_field") or self.config.id_field,
+                output.get("source_field") or self.config.source_field)
+
+    def files(self) -> list[str]:
+        return sorted(set(self.target) | set(self.reference) | set(self.rejected))
+
+    def config_extra(self) -> dict[str, Any]:
+        """The files scanned, by path, size and mtime: changed files are rescanned."""
+        stats = []
+        for path in self.files():
+            try:
+                st = os.stat(path)
+                stats.append([path, st.st_size, st.st_mtime_ns])
+            except OSError:
+                stats.append([path, None, None])
+        return {"files": stats, "fields": list(self.fields())}
+
+    def clear_outputs(self) -> None:
+        for name in (REPORT_NAME, SUMMARY_NAME):
+            (self.out / name).unlink(missing_ok=True)
+
+    def execute(self) -> None:
+        cfg = self.config
+        id_field, source_field = self.fields()
+        keyed = frozenset(self.target) | frozenset(self.reference) \
+            if cfg.mode in ("containment", "all") else frozenset()
+        stage = ScanStage(
+            work_dir=str(self.work),
+            spec=RecordSpec(text_field=cfg.text_field, id_field=id_field,
+                            source_field=source_field),
+            want_ids=id_field is not None, comparison_fields=tuple(cfg.comparison_fields),
+            keyed=keyed, rejected=frozenset(self.rejected))
+        partitions = FilePartitioningStage(file_paths=self.files(), files_per_partition=1,
+                                           file_extensions=None)
+        self.phase("scan", partitions, stage)
+
+    def facts(self) -> AuditFacts | None:
+        """What the checks read; ``None`` while a unit's scan is missing (a failed run)."""
+        files = self.files()
+        if not files or not all(scan_path(self.work, p).is_file() for p in files):
+            return None
+        scans: dict[str, FileScan] = load_scans(self.work, files)
+        cfg = self.config
+        id_field, source_field = self.fields()
+        ledgers: list[tuple[str, dict[str, Any] | None, str | None]] = []
+        if cfg.ledger_glob:
+            try:
+                paths = resolve_input_files(cfg.ledger_glob, (".json",))
+            except CuratorError:
+                paths = []
+            for path in paths:
+                try:
+                    data = json.loads(Path(path).read_text(encoding="utf-8"))
+                    ledgers.append((path, data if isinstance(data, dict) else None,
+                                    None if isinstance(data, dict) else "not a JSON object"))
+                except (OSError, ValueError) as exc:
+                    ledgers.append((path, None, f"{type(exc).__name__}: {exc}"))
+        policy_digest = None
+        if cfg.approved_policy and Path(cfg.approved_policy).is_file():
+            policy_digest = file_digest(cfg.approved_policy)
+        return AuditFacts(
+            mode=cfg.mode, target_glob=cfg.target_glob, target=self.target,
+            reference=self.reference, rejected=self.rejected, scans=scans,
+            comparison_fields=list(cfg.comparison_fields), source_field=source_field,
+            id_field=id_field, digest_root=cfg.digest_root,
+            manifest_path=cfg.declared_manifest, manifest=self.manifest,
+            manifest_error=self.manifest_error, ledgers=ledgers,
+            policy_path=cfg.approved_policy, policy_digest=policy_digest)
+
+    # -- artifacts and the verdict -----------------------------------------------------
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        facts = self.facts() if self.completed else None
+        producer = self.producer()
+        if facts is None:
+            return [(self.report_path, self._unfinished(producer))]
+        report = build_report(facts, producer, self.error_block())
+        write_atomic(self.out / SUMMARY_NAME, render(report).markdown)
+        return [(self.report_path, report)]
+
+    def _unfinished(self, producer: dict[str, Any]) -> dict[str, Any]:
+        """A report of an audit that did not finish: no verdict, no claims."""
+        why = "the audit did not finish"
+        return {
+            "schema_version": SCHEMA_VERSION, "step_id": STEP_ID, "mode": self.config.mode,
+            "producer": producer,
+            "target": {"glob": self.config.target_glob, "file_count": len(self.target),
+                       "row_count": None, "bytes": None, "unreadable_count": None,
+                       "bad_record_count": None, "unreadable": []},
+            "findings": [], "observations": {},
+            "completeness": {"claimed": False, "reason": why},
+            "attribution": {"available": False, "reason": why},
+            "accounting": {"available": False, "reason": why},
+            "strengths": [], "passed": False, "error": self.error_block(),
+        }
+
+    def verdict(self, result: dict[str, Any]) -> None:
+        findings = result.get("findings") or []
+        if findings:
+            names = sorted({f["name"] for f in findings})
+            raise CuratorError(
+                "audit_findings",
+                f"{len(findings)} findings ({', '.join(names)}); the complete report is "
+                f"{self.report_path}", complete=True, report=str(self.report_path))
+
+
+def _derive(flow: FlowContext) -> dict[str, Any]:
+    """The filter's output shards, manifest, ledger and input (spec section 12)."""
+    filt = flow.upstream.get("filter") or {}
+    out = filt.get("output_dir") or str(flow.root / "filtered_jsonl")
+    on = bool(flow.upstream_enabled.get("filter"))
+
+    def artifact(key: str, default: str) -> str | None:
+        name = filt.get(key, default)
+        if name is None:
+            return None
+        path = Path(name) if Path(name).is_absolute() else Path(out) / name
+        return str(path) if on or path.is_file() else None
+
+    policy = (filt.get("heuristic_filters") or {}).get("approved_policy")
+    return {"target_glob": out, "declared_manifest": artifact("emit_manifest",
+                                                              "run_manifest.json"),
+            "ledger_glob": artifact("emit_ledger", "curation_ledger.json"),
+            "reference_glob": filt.get("input_glob"), "digest_root": out,
+            "text_field": filt.get("text_field"), "id_field": filt.get("id_field"),
+            "source_field": filt.get("source_field"), "approved_policy": policy,
+            "rejected_dir": filt.get("rejected_dir")}
+
+
+def _flow_fields(report: dict[str, Any]) -> dict[str, Any]:
+    return {"audit_passed": bool(report.get("passed"))}
+
+
+SPEC = StepSpec(
+    key="audit",
+    help="Prove from disk what the filter's artifacts claim (exit 1 on findings).",
+    config=AuditConfig,
+    run=run_audit,
+    phases=(Phase("scan", "scan", "scan.rows"),),
+    output_subdir="audit",
+    completion_name=lambda cfg: REPORT_NAME,
+    input_key="target_glob",
+    derive=_derive,
+    render=render,
+    flow_fields=_flow_fields,
+    artifacts={"audit_report": REPORT_NAME},
+)
+
+__all__ = ["SPEC", "AuditConfig", "run_audit"]
