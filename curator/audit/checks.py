@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
+from curator.corpus.fingerprint import RowDigest
 
 #: how many ids (or shards) a finding names
 EXAMPLES = 5
@@ -53,6 +54,7 @@ class AuditFacts:
     ledgers: list[tuple[str, dict[str, Any] | None, str | None]] = field(default_factory=list)
     policy_path: str | None = None
     policy_digest: str | None = None  # of the file's bytes, None if unreadable
+    policy_fingerprint: str | None = None  # the corpus fingerprint the policy names
 
     @property
     def wants_digest(self) -> bool:
@@ -218,12 +220,27 @@ def check_policy(f: AuditFacts) -> Block:
         return block, []
     block["checked"] = True
     block["agrees"] = declared == f.policy_digest
-    if block["agrees"]:
-        return block, []
-    what = "cannot be read" if f.policy_digest is None else f"has digest {f.policy_digest}"
-    return block, [finding("policy_digest_mismatch",
-                           f"{f.policy_path} {what}; the manifest applied {declared}: the "
-                           "policy was edited after the run, or is not the one applied")]
+    findings: list[Finding] = []
+    if not block["agrees"]:
+        what = "cannot be read" if f.policy_digest is None else f"has digest {f.policy_digest}"
+        findings.append(finding(
+            "policy_digest_mismatch",
+            f"{f.policy_path} {what}; the manifest applied {declared}: the policy was "
+            "edited after the run, or is not the one applied"))
+    parts = [f.scans[p].fingerprint for p in f.reference]
+    if f.policy_fingerprint and parts and all(parts):
+        total = RowDigest()
+        for part in parts:
+            total = total.merge(RowDigest.from_json(part))  # type: ignore[arg-type]
+        agrees = total.digest == f.policy_fingerprint
+        block["corpus_fingerprint"] = {"policy": f.policy_fingerprint,
+                                       "reference": total.digest, "agrees": agrees}
+        if not agrees:
+            findings.append(finding(
+                "policy_corpus_mismatch",
+                f"the reference (the filter's input) has fingerprint {total.digest}; the "
+                f"policy was approved for {f.policy_fingerprint}"))
+    return block, findings
 
 
 # -- strength 3: the ledger ------------------------------------------------------------

@@ -29,8 +29,9 @@ from typing import Any
 
 import orjson
 
+from curator.corpus.fingerprint import RowDigest, fingerprint_key, text_digest
 from curator.corpus.reading import read_bytes, split_lines
-from curator.corpus.records import RecordSpec, Rejection, classify_record, source_of
+from curator.corpus.records import RecordSpec, Rejection, classify_record, id_of, source_of
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -76,13 +77,16 @@ class FileScan:
     removed_by: dict[str, int] = field(default_factory=dict)  # a rejected file's gates
     removed_ids: dict[str, int] = field(default_factory=dict)  # with their gate: id|gate
     failed: dict[str, int] = field(default_factory=dict)  # a rejected file's reasons
+    #: the corpus fingerprint's partial sum of its documents (the profile's definition)
+    fingerprint: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
-              comparison_fields: tuple[str, ...] = (), rejected: bool = False) -> FileScan:
+              comparison_fields: tuple[str, ...] = (), rejected: bool = False,
+              fingerprint: bool = False) -> FileScan:
     """Read one file once (see the module docstring)."""
     scan = FileScan(path=path)
     if not os.path.isfile(path):
@@ -104,6 +108,7 @@ def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
     sources: Counter[str] = Counter()
     ids: Counter[str] = Counter()
     keys: Counter[str] = Counter()
+    digest = RowDigest() if fingerprint else None
     for offset, line in split_lines(data):
         scan.rows += 1
         try:
@@ -129,10 +134,14 @@ def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
             scan.rejections[record.reason] = scan.rejections.get(record.reason, 0) + 1
             continue
         scan.documents += 1
+        if digest is not None:
+            digest.add(fingerprint_key(id_of(record, spec), text_digest(record[spec.text_field])))
         if want_ids:
             ids[id_key(obj.get(spec.id_field) if spec.id_field else None)] += 1
     scan.per_source = dict(sorted(sources.items()))
     scan.ids, scan.keys = dict(ids), dict(keys)
+    if digest is not None:
+        scan.fingerprint = digest.to_json()
     return scan
 
 
@@ -172,6 +181,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     comparison_fields: tuple[str, ...]
     keyed: frozenset[str]  # files whose containment keys are wanted (target, reference)
     rejected: frozenset[str]  # files in the filter's rejected dir
+    fingerprinted: frozenset[str] = frozenset()  # files whose corpus fingerprint is wanted
     name: str = "scan"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -179,7 +189,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         for path in task.data:
             scan = scan_file(path, self.spec, want_ids=self.want_ids,
                              comparison_fields=self.comparison_fields if path in self.keyed
-                             else (), rejected=path in self.rejected)
+                             else (), rejected=path in self.rejected,
+                             fingerprint=path in self.fingerprinted)
             write_atomic(scan_path(self.work_dir, path),
                          orjson.dumps(scan.to_json(), option=orjson.OPT_SORT_KEYS))
             rows += scan.rows

@@ -199,7 +199,8 @@ class AuditRun(StepRun):
             spec=RecordSpec(text_field=cfg.text_field, id_field=id_field,
                             source_field=source_field),
             want_ids=id_field is not None, comparison_fields=tuple(cfg.comparison_fields),
-            keyed=keyed, rejected=frozenset(self.rejected))
+            keyed=keyed, rejected=frozenset(self.rejected),
+            fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset())
         partitions = FilePartitioningStage(file_paths=self.files(), files_per_partition=1,
                                            file_extensions=None)
         self.phase("scan", partitions, stage)
@@ -225,9 +226,10 @@ class AuditRun(StepRun):
                                     None if isinstance(data, dict) else "not a JSON object"))
                 except (OSError, ValueError) as exc:
                     ledgers.append((path, None, f"{type(exc).__name__}: {exc}"))
-        policy_digest = None
+        policy_digest, fingerprint = None, None
         if cfg.approved_policy and Path(cfg.approved_policy).is_file():
             policy_digest = file_digest(cfg.approved_policy)
+            fingerprint = _policy_fingerprint(cfg.approved_policy)
         return AuditFacts(
             mode=cfg.mode, target_glob=cfg.target_glob, target=self.target,
             reference=self.reference, rejected=self.rejected, scans=scans,
@@ -235,7 +237,8 @@ class AuditRun(StepRun):
             id_field=id_field, digest_root=cfg.digest_root,
             manifest_path=cfg.declared_manifest, manifest=self.manifest,
             manifest_error=self.manifest_error, ledgers=ledgers,
-            policy_path=cfg.approved_policy, policy_digest=policy_digest)
+            policy_path=cfg.approved_policy, policy_digest=policy_digest,
+            policy_fingerprint=fingerprint)
 
     # -- artifacts and the verdict -----------------------------------------------------
     def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
@@ -271,6 +274,19 @@ class AuditRun(StepRun):
                 "audit_findings",
                 f"{len(findings)} findings ({', '.join(names)}); the complete report is "
                 f"{self.report_path}", complete=True, report=str(self.report_path))
+
+
+def _policy_fingerprint(path: str) -> str | None:
+    """The corpus fingerprint a policy file names (``corpus.fingerprint``), if any."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    corpus = doc.get("corpus") if isinstance(doc, dict) else None
+    value = corpus.get("fingerprint") if isinstance(corpus, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:

@@ -127,6 +127,9 @@ def test_a_clean_filter_output_passes_in_every_mode(world: dict[str, Any], tmp_p
     assert acc["output_records"] + acc["rejected_records"] == len(world["records"])
     assert acc["input_failed_lines"] == {"unparsable_line": 1}
     assert report["policy"]["checked"] and report["policy"]["agrees"]
+    fingerprint = yaml.safe_load(world["policy"].read_text())["corpus"]["fingerprint"]
+    assert report["policy"]["corpus_fingerprint"] == {
+        "policy": fingerprint, "reference": fingerprint, "agrees": True}
     assert report["observations"]["reference_delta"]["delta"] == len(input_lines) - len(kept)
     assert [s["made"] for s in report["strengths"]] == [True, True, True, True]
     if mode in ("containment", "all"):
@@ -137,6 +140,20 @@ def test_a_clean_filter_output_passes_in_every_mode(world: dict[str, Any], tmp_p
         assert "containment" not in report
     assert (tmp_path / "audit" / "audit_summary.md").read_text().startswith(
         f"# Audit ({mode}): PASSED")
+
+
+def _same(report: dict[str, Any]) -> dict[str, Any]:
+    """A report without what differs between runs: times, where, how it ran."""
+    return {k: v for k, v in report.items() if k != "producer"}
+
+
+def test_the_process_pool_gives_the_inline_report(world: dict[str, Any],
+                                                  tmp_path: Path) -> None:
+    inline, _ = audit(world, world["out"], tmp_path / "inline")
+    pooled, _ = audit(world, world["out"], tmp_path / "pool",
+                      execution={"executor": "local", "workers": 2})
+    assert pooled["producer"]["execution"]["executor"] == "local"
+    assert _same(pooled) == _same(inline)
 
 
 def test_without_manifest_and_ledger_it_claims_less(world: dict[str, Any],
@@ -271,6 +288,16 @@ def test_a_policy_edited_after_the_run(world: dict[str, Any], tmp_path: Path) ->
     edited.write_text(yaml.safe_dump(doc))
     report, error = audit(world, world["out"], tmp_path / "audit", approved_policy=str(edited))
     assert error is not None and names(report) == {"policy_digest_mismatch"}
+
+
+def test_a_policy_approved_for_another_corpus(world: dict[str, Any], tmp_path: Path) -> None:
+    other = tmp_path / "approved_policy.yaml"
+    doc = yaml.safe_load(world["policy"].read_text())
+    doc["corpus"]["fingerprint"] = "sha256:" + "0" * 64
+    other.write_text(yaml.safe_dump(doc))
+    report, _ = audit(world, world["out"], tmp_path / "audit", approved_policy=str(other))
+    assert names(report) == {"policy_digest_mismatch", "policy_corpus_mismatch"}
+    assert report["policy"]["corpus_fingerprint"]["agrees"] is False
 
 
 def test_a_ledger_that_is_not_json(world: dict[str, Any], tmp_path: Path) -> None:
