@@ -5,7 +5,8 @@
 Reads ``<workdir>/ingested/ingest_report.json`` and compares it with what the demo
 corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``), then, when
 present, ``<workdir>/profile/profile_report.json``, the filter's manifest and ledger, and
-``<workdir>/evaluation.json`` (``curate evaluate`` on the generator's labelled sample).
+``<workdir>/evaluation.json`` (``curate evaluate`` on the generator's labelled sample)
+and ``<workdir>/audit/audit_report.json`` (``curate audit``'s verdict).
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ def main() -> int:
     print(f"matches the noise the generator planted: {'yes' if matches else 'NO'}")
     profiled = _profile(args.workdir / "profile")
     filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
+    audited = _audit(args.workdir / "audit")
     _evaluation(args.workdir / "evaluation.json")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
-    return 0 if matches and report["balance"]["ok"] and profiled and filtered else 1
+    return 0 if matches and report["balance"]["ok"] and profiled and filtered \
+        and audited else 1
 
 
 def _profile(out: Path) -> bool:
@@ -118,6 +121,30 @@ def _filter(out: Path, policy_dir: Path) -> bool:
           f"balanced: {ledger['balanced']}")
     print(f"removed by gate: {removed}")
     return bool(ledger["balanced"]) and "completed_at" in manifest["producer"]
+
+
+def _audit(out: Path) -> bool:
+    """The audit's verdict and what it could claim; True when it passed or did not run."""
+    path = out / "audit_report.json"
+    if not path.is_file():
+        print(f"\n(no audit at {path})")
+        return True
+    report = json.loads(path.read_text(encoding="utf-8"))
+    print("\n== demo: curate audit ==")
+    print(f"report       {path}  (for people: {out / 'audit_summary.md'})")
+    print()
+    t, acc = report["target"], report.get("accounting") or {}
+    print(f"verdict: {'PASSED' if report['passed'] else 'FAILED'} (mode {report['mode']}); "
+          f"{t['file_count']} shards, {t['row_count']} rows, corpus digest "
+          f"{t.get('digest', '-')}")
+    if acc.get("available"):
+        print(f"records: {acc['input_documents']} in = {acc['output_records']} out + "
+              f"{acc['rejected_records']} rejected, matched by id: {acc['by_id']}")
+    made = [s["claim"] for s in report.get("strengths", []) if s["made"]]
+    print(f"claims made: {'; '.join(made)}")
+    for f in report["findings"]:
+        print(f"  finding {f['name']}: {f['message']}")
+    return bool(report["passed"])
 
 
 def _evaluation(path: Path) -> None:
