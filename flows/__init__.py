@@ -2,13 +2,27 @@
 
 ``from flows import ingest_flow, profile_flow, filter_flow, curate_flow``: every
 registered step's flow (``flows.steps``) and the whole flow, called like functions.
+Loaded on first use, so ``curate --help`` does not import Prefect.
 """
 
-from flows.engine import PrefectTaskExecutor, run_pipeline_flow
-from flows.pipeline_flow import curate_flow
-from flows.steps import STEP_FLOWS
+from __future__ import annotations
 
-globals().update({f"{key}_flow": fl for key, fl in STEP_FLOWS.items()})
+from typing import Any
 
-__all__ = ["STEP_FLOWS", "PrefectTaskExecutor", "curate_flow", "run_pipeline_flow",
-           *(f"{key}_flow" for key in STEP_FLOWS)]
+
+def __getattr__(name: str) -> Any:
+    if name in ("PrefectTaskExecutor", "run_pipeline_flow"):
+        from flows import engine
+
+        return getattr(engine, name)
+    if name == "curate_flow":
+        from flows.pipeline_flow import curate_flow
+
+        return curate_flow
+    from flows.steps import STEP_FLOWS
+
+    if name == "STEP_FLOWS":
+        return STEP_FLOWS
+    if name.endswith("_flow") and name.removesuffix("_flow") in STEP_FLOWS:
+        return STEP_FLOWS[name.removesuffix("_flow")]
+    raise AttributeError(f"module 'flows' has no attribute {name!r}")
