@@ -390,8 +390,9 @@ def check_records(f: AuditFacts) -> Block:
             findings.append(finding(
                 "record_accounting_mismatch",
                 f"input ids != output ids + rejected ids: {sum(missing.values())} input "
-                f"records are in neither, {sum(unexpected.values())} output or rejected "
-                "records are not in the input",
+                f"records are in neither (first: {', '.join(block['missing_ids']) or '-'}), "
+                f"{sum(unexpected.values())} output or rejected records are not in the "
+                f"input (first: {', '.join(block['unexpected_ids']) or '-'})",
                 missing_ids=block["missing_ids"], unexpected_ids=block["unexpected_ids"]))
     elif docs_in != docs_out + n_removed:
         findings.append(finding(

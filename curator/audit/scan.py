@@ -20,7 +20,6 @@ decompression error; offset 0). Lines are read with the corpus kernel
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -51,11 +50,12 @@ def id_key(value: Any) -> str:
 def row_key(record: dict[str, Any], fields: tuple[str, ...]) -> str | None:
     """The containment key: sha256 of the canonical JSON array of ``fields``' values
     (``None`` when the record lacks one of them)."""
-    if any(f not in record for f in fields):
+    try:
+        values = [record[f] for f in fields]
+    except KeyError:
         return None
-    text = json.dumps([record[f] for f in fields], sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # orjson writes the canonical form: compact, UTF-8 unescaped, keys sorted
+    return hashlib.sha256(orjson.dumps(values, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 @dataclass
