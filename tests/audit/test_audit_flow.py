@@ -48,3 +48,28 @@ def test_the_audit_in_a_flow(tmp_path: Path, prefect_api: str) -> None:
     audit = read_json(root / "audit" / "audit_report.json")
     assert audit["producer"]["completed_at"] and audit["passed"] is False
     assert "shard_rows_mismatch" in {f["name"] for f in audit["findings"]}
+
+
+def test_the_plan_derives_the_audit_from_the_filter(tmp_path: Path) -> None:
+    from curator.flow.plan import load_flow_config, plan_flow
+
+    raw = demo_corpus(tmp_path / "raw", docs=60)
+    root = tmp_path / "root"
+    config = base_config(raw, root, ingest=False, profile=False, filt=True)
+    config["steps"]["filter"]["id_field"] = "url"
+    config["steps"]["audit"] = {"enabled": True}
+    plan = plan_flow(load_flow_config(config))
+    audit = plan.step("audit").config
+    corpus = root / "filtered_jsonl"
+    assert audit["target_glob"] == str(corpus) and audit["digest_root"] == str(corpus)
+    assert audit["declared_manifest"] == str(corpus / "run_manifest.json")
+    assert audit["ledger_glob"] == str(corpus / "curation_ledger.json")
+    assert audit["reference_glob"] == str(raw) and audit["id_field"] == "url"
+    assert audit["output_dir"] == str(root / "audit")
+
+    # the filter off and nothing on disk: the audit has nothing to read
+    config["steps"]["filter"]["enabled"] = False
+    plan = plan_flow(load_flow_config(config))
+    assert "missing_upstream_artifact" in {i for i, _ in plan.problems}
+    assert "declared_manifest" not in plan.step("audit").config
+    assert any("audit has no manifest" in w for w in plan.warnings)
