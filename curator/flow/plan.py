@@ -321,6 +321,14 @@ def step_is_done(step: StepPlan) -> bool:
     return step.spec.is_complete(step.config)
 
 
+def clear_done(step: StepPlan) -> None:
+    """Forget that ``step`` finished: it is about to run again, and a run that ends in an
+    error (a verdict's too, whose artifacts are complete) must not leave the earlier
+    run's marker beside its new artifacts."""
+    if step.output_dir:
+        (Path(step.output_dir) / MARKER).unlink(missing_ok=True)
+
+
 def mark_done(step: StepPlan, completed_at: str) -> None:
     """Record that ``step`` finished with this config (read by :func:`step_is_done`)."""
     from curator.io.writers import write_atomic

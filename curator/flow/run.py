@@ -20,6 +20,7 @@ from curator.flow.plan import (
     PLANNED,
     FlowPlan,
     StepPlan,
+    clear_done,
     mark_done,
     set_extra,
     step_is_done,
@@ -65,6 +66,7 @@ def run_flow(fplan: FlowPlan, hooks: FlowHooks, logger: Any) -> dict[str, Any]:
                 report.step(step, "skipped", notes=["artifacts complete for this config"])
                 continue
             logger.info("%s: running into %s", step.step_id, step.output_dir)
+            clear_done(step)
             result = hooks.run_step(step)
             mark_done(step, utc_now())
             report.step(step, "ok", result=result)

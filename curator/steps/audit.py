@@ -312,6 +312,19 @@ def _derive(flow: FlowContext) -> dict[str, Any]:
             "rejected_dir": filt.get("rejected_dir")}
 
 
+def _depends_on(config: dict[str, Any]) -> list[str]:
+    """What the verdict depends on besides the target: the manifest, the ledgers, the
+    policy and the rejected records (a flow reruns the audit when one changed)."""
+    files = [config.get("declared_manifest"), config.get("approved_policy")]
+    ledgers = config.get("ledger_glob")
+    files += ledgers if isinstance(ledgers, list) else [ledgers]
+    rejected = config.get("rejected_dir")
+    if rejected is None and config.get("declared_manifest"):
+        rejected = str(Path(config["declared_manifest"]).parent / "rejected")
+    found = sorted(str(p) for p in Path(rejected).glob("*.jsonl")) if rejected else []
+    return [f for f in files if isinstance(f, str)] + found
+
+
 def _flow_fields(report: dict[str, Any]) -> dict[str, Any]:
     return {"audit_passed": bool(report.get("passed"))}
 
@@ -327,6 +340,7 @@ SPEC = StepSpec(
     input_key="target_glob",
     derive=_derive,
     render=render,
+    depends_on=_depends_on,
     flow_fields=_flow_fields,
     artifacts={"audit_report": REPORT_NAME},
 )

@@ -34,6 +34,18 @@ def test_the_audit_in_a_flow(tmp_path: Path, prefect_api: str) -> None:
     assert {s["name"] for s in audit["target"]["shards"]} == \
         {p.name for p in corpus.glob("part_*.jsonl")}
 
+    # the ledger is edited: the target is unchanged, but the audit depends on the ledger
+    ledger = corpus / "curation_ledger.json"
+    original = ledger.read_bytes()
+    ledger.write_text(original.decode().replace('"n_input": ', '"n_input": 1', 1))
+    with pytest.raises(CuratorError) as info:
+        curate_flow(config)
+    assert info.value.error_id == "audit_findings"
+    assert "ledger_imbalanced" in {f["name"] for f in read_json(
+        root / "audit" / "audit_report.json")["findings"]}
+    ledger.write_bytes(original)
+    assert curate_flow(config)["audit_passed"] is True
+
     # a shard loses a row: the filter is done (skipped), the audit runs again and fails
     shard = sorted(corpus.glob("part_*.jsonl"))[0]
     shard.write_bytes(b"".join(x + b"\n" for x in shard.read_bytes().splitlines()[1:]))
