@@ -45,6 +45,9 @@ MODEST: dict[str, list[str]] = {
     # 64 MB, one repetition, the floor and the whole filter only, its own data directory
     "filter_throughput": ["--mb", "64", "--repeat", "1", "--variants", "floor,filter",
                           "--data-dir", "/tmp/cb-filter-data-modest"],
+    # the modest filter run's 64 MB, one repetition, the floor and mode all only
+    "audit_throughput": ["--mb", "64", "--repeat", "1", "--variants", "floor,audit:all",
+                         "--data-dir", "/tmp/cb-filter-data-modest"],
 }
 
 #: files in bench/ that are not benchmarks
@@ -103,6 +106,13 @@ def verdict(name: str, full: bool = False) -> str:
         versus = f", {ratio:.1f}x the floor" if ratio is not None else ""
         return (f"filter >= 40 MB/s per core, within 6x of the floor: "
                 f"{filt['mb_per_cpu_s']:.1f} MB/s{versus} ({'met' if met else 'NOT met'})")
+    if name == "audit_throughput":
+        audit = res.get("audit:all")
+        ratio = (audit or {}).get("x_floor")
+        if ratio is None:
+            return "audit (all) within 3x of the floor: not judged (no floor or audit run)"
+        return (f"audit (all) within 3x of the floor: {audit['mb_per_cpu_s']:.1f} MB/s, "
+                f"{ratio:.1f}x ({'met' if ratio <= 3.0 else 'NOT met'})")
     return "?"
 
 
