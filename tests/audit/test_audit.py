@@ -377,3 +377,28 @@ def test_refusals_exit_2_and_write_nothing(world: dict[str, Any], tmp_path: Path
         audit(world, world["out"], tmp_path / "audit", **keys)
     assert info.value.error_id == error_id and info.value.exit_code == 2
     assert not (tmp_path / "audit").exists()
+
+
+def test_an_interrupted_audit_resumes_to_the_same_report(
+    world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from curator.steps.base import StepRun
+
+    clean, _ = audit(world, world["out"], tmp_path / "clean")
+    original = StepRun.phase
+
+    def phase(self: StepRun, *args: Any, **kwargs: Any) -> Any:
+        original(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    ckpt = {"executor": "inline", "checkpoint_path": str(tmp_path / "ckpt")}
+    with monkeypatch.context() as m:
+        m.setattr(StepRun, "phase", phase)
+        with pytest.raises(KeyboardInterrupt):
+            audit(world, world["out"], tmp_path / "resumed", execution=ckpt)
+    stopped = json.loads((tmp_path / "resumed" / "audit_report.json").read_text())
+    assert stopped["error"]["error_id"] == "interrupted_sigint"
+    assert "completed_at" not in stopped["producer"] and stopped["passed"] is False
+    resumed, error = audit(world, world["out"], tmp_path / "resumed", execution=ckpt)
+    assert error is None and resumed["producer"]["resumed_partitions"] > 0
+    assert _same(resumed) == _same(clean)
