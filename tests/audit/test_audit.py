@@ -48,7 +48,7 @@ def copy_output(world: dict[str, Any], tmp: Path) -> Path:
     return dst
 
 
-def audit(world: dict[str, Any], target: Path, out: Path, **keys: Any
+def audit(world: dict[str, Any], target: Path, out: Path, executor: Any = None, **keys: Any
           ) -> tuple[dict[str, Any], CuratorError | None]:
     cfg = {"target_glob": str(target), "output_dir": str(out),
            "declared_manifest": str(target / "run_manifest.json"),
@@ -58,7 +58,7 @@ def audit(world: dict[str, Any], target: Path, out: Path, **keys: Any
            "execution": {"executor": "inline"}, **keys}
     error = None
     try:
-        returned = run_audit(AuditConfig(**cfg))
+        returned = run_audit(AuditConfig(**cfg), executor)
     except CuratorError as exc:
         if exc.error_id != "audit_findings":
             raise
@@ -147,13 +147,21 @@ def _same(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k != "producer"}
 
 
-def test_the_process_pool_gives_the_inline_report(world: dict[str, Any],
-                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_the_process_pool_and_ray_give_the_inline_report(
+    world: dict[str, Any], tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    from executors import make_executor
+
+    if backend == "ray":
+        request.getfixturevalue("ray_local")
     inline, _ = audit(world, world["out"], tmp_path / "inline")
-    pooled, _ = audit(world, world["out"], tmp_path / "pool",
-                      execution={"executor": "local", "workers": 2})
-    assert pooled["producer"]["execution"]["executor"] == "local"
-    assert _same(pooled) == _same(inline)
+    with make_executor(backend, 2, None) as executor:
+        other, _ = audit(world, world["out"], tmp_path / backend, executor,
+                         execution={"executor": backend, "workers": 2})
+    assert other["producer"]["execution"]["executor"] == backend
+    assert other["producer"]["execution"]["partitions"] > 1
+    assert _same(other) == _same(inline)
 
 
 def test_without_manifest_and_ledger_it_claims_less(world: dict[str, Any],
