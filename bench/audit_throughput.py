@@ -37,7 +37,7 @@ from typing import Any
 
 import _common as C
 import polars as pl
-from filter_throughput import MB, fingerprint, make_data, measure, write_policy
+from filter_throughput import MB, fingerprint, make_data, run_variants, write_policy
 
 from curator.langpack.loader import load_langpack
 from curator.steps.audit import AuditConfig, run_audit
@@ -97,22 +97,7 @@ def main() -> None:
 
     variants = {"floor": floor, **{f"audit:{m}": audit(m) for m in MODES}}
     pl.DataFrame({"a": [1]}).write_ndjson(work / "warm.jsonl")
-    results: dict[str, Any] = {}
-    for name in args.variants.split(","):
-        results[name] = measure(variants[name], args.repeat)
-        r = results[name]
-        r["mb_per_cpu_s"] = data_mb / r["cpu_s"]
-        r["docs_per_cpu_s"] = docs / r["cpu_s"]
-        print(f"{name:18} cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  "
-              f"{r['mb_per_cpu_s']:7.1f} MB/s/core  {r['docs_per_cpu_s']:9.0f} docs/s/core",
-              flush=True)
-    if "floor" in results:
-        for r in results.values():
-            r["x_floor"] = r["cpu_s"] / results["floor"]["cpu_s"]
-    C.print_table(["variant", "CPU s", "MB/s/core", "docs/s/core", "x floor"],
-                  [[k, round(v["cpu_s"], 2), round(v["mb_per_cpu_s"], 1),
-                    round(v["docs_per_cpu_s"]), round(v.get("x_floor", 0), 2)]
-                   for k, v in results.items()])
+    results = run_variants(variants, args.variants.split(","), args.repeat, data_mb, docs)
     C.write_result(NAME, {"data_mb": data_mb, "scanned_mb": scanned_mb, "docs": docs,
                           "files": len(files), "machine_load": C.machine_load(),
                           "results": results}, args.out)

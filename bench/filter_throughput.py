@@ -135,6 +135,28 @@ def measure(fn, repeat: int) -> dict[str, float]:
     return {"cpu_s": C.median(cpus), "wall_s": C.median(walls), "runs": cpus}
 
 
+def run_variants(variants: dict[str, Any], names: list[str], repeat: int, data_mb: float,
+                 docs: int) -> dict[str, dict[str, Any]]:
+    """Measure each named variant (median CPU and wall seconds over ``repeat`` runs), print
+    per-core throughput and, with a ``floor`` variant, each one's multiple of it."""
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        results[name] = r = measure(variants[name], repeat)
+        r["mb_per_cpu_s"] = data_mb / r["cpu_s"]
+        r["docs_per_cpu_s"] = docs / r["cpu_s"]
+        print(f"{name:22} cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  "
+              f"{r['mb_per_cpu_s']:7.1f} MB/s/core  {r['docs_per_cpu_s']:9.0f} docs/s/core",
+              flush=True)
+    if "floor" in results:
+        for r in results.values():
+            r["x_floor"] = r["cpu_s"] / results["floor"]["cpu_s"]
+    C.print_table(["variant", "CPU s", "MB/s/core", "docs/s/core", "x floor"],
+                  [[k, round(v["cpu_s"], 2), round(v["mb_per_cpu_s"], 1),
+                    round(v["docs_per_cpu_s"]), round(v.get("x_floor", 0), 2)]
+                   for k, v in results.items()])
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=500)
@@ -189,22 +211,7 @@ def main() -> None:
         "gates:none": filt(heuristic_filters=None, language_codes=[], quality_filters=no_words),
     }
     pl.DataFrame({"a": [1]}).write_ndjson(work / "warm.jsonl")
-    results: dict[str, Any] = {}
-    for name in args.variants.split(","):
-        results[name] = measure(variants[name], args.repeat)
-        r = results[name]
-        r["mb_per_cpu_s"] = data_mb / r["cpu_s"]
-        r["docs_per_cpu_s"] = docs / r["cpu_s"]
-        print(f"{name:22} cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  "
-              f"{r['mb_per_cpu_s']:7.1f} MB/s/core  {r['docs_per_cpu_s']:9.0f} docs/s/core",
-              flush=True)
-    if "floor" in results:
-        for r in results.values():
-            r["x_floor"] = r["cpu_s"] / results["floor"]["cpu_s"]
-    C.print_table(["variant", "CPU s", "MB/s/core", "docs/s/core", "x floor"],
-                  [[k, round(v["cpu_s"], 2), round(v["mb_per_cpu_s"], 1),
-                    round(v["docs_per_cpu_s"]), round(v.get("x_floor", 0), 2)]
-                   for k, v in results.items()])
+    results = run_variants(variants, args.variants.split(","), args.repeat, data_mb, docs)
     C.write_result(NAME, {"data_mb": data_mb, "docs": docs, "files": len(files),
                           "langid_max_chars": args.langid_max_chars, "policy": POLICY,
                           "machine_load": C.machine_load(), "results": results}, args.out)
