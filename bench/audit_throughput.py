@@ -37,9 +37,8 @@ from typing import Any
 
 import _common as C
 import polars as pl
-from filter_throughput import MB, fingerprint, make_data, run_variants, write_policy
+from filter_throughput import MB, Bench, run_variants
 
-from curator.langpack.loader import load_langpack
 from curator.steps.audit import AuditConfig, run_audit
 from curator.steps.filter import FilterConfig, run_filter
 
@@ -56,26 +55,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/audit_throughput.json)")
     args = parser.parse_args()
-    files = make_data(args.data_dir, args.mb)
-    data_mb = sum(p.stat().st_size for p in files) / MB
-    docs = sum(p.read_bytes().count(b"\n") for p in files)
-    work = args.data_dir.parent / "cb-audit-work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    pack = load_langpack(C.REPO / "langpacks", "en")
-    policy = work / "approved_policy.yaml"
-    write_policy(policy, fingerprint(files), pack.content_hash)
-    glob = str(args.data_dir / "part_*.jsonl")
+    b = Bench.prepare(args.data_dir, args.mb, "cb-audit-work")
+    data_mb, docs, work, policy, glob, floor = (
+        b.data_mb, b.docs, b.work, b.policy, b.glob, b.floor)
     filtered = work / "filtered"
     run_filter(FilterConfig(input_glob=glob, output_dir=str(filtered), id_field="id",
                             source_field="source", language_codes=[],
                             quality_filters={"min_words": 20, "max_words": 100000},
                             execution={"executor": "inline"}))
     scanned_mb = (data_mb + sum(p.stat().st_size for p in filtered.rglob("*.jsonl")) / MB)
-
-    def floor() -> None:
-        for f in files:
-            pl.read_ndjson(f).write_ndjson(work / "floor.jsonl")
 
     counter = itertools.count()
 
@@ -99,7 +87,7 @@ def main() -> None:
     pl.DataFrame({"a": [1]}).write_ndjson(work / "warm.jsonl")
     results = run_variants(variants, args.variants.split(","), args.repeat, data_mb, docs)
     C.write_result(NAME, {"data_mb": data_mb, "scanned_mb": scanned_mb, "docs": docs,
-                          "files": len(files), "machine_load": C.machine_load(),
+                          "files": len(b.files), "machine_load": C.machine_load(),
                           "results": results}, args.out)
 
 

@@ -36,6 +36,7 @@ import json
 import resource
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,37 @@ def measure(fn, repeat: int) -> dict[str, float]:
     return {"cpu_s": C.median(cpus), "wall_s": C.median(walls), "runs": cpus}
 
 
+@dataclass
+class Bench:
+    """What a throughput benchmark over the generated corpus starts from: the shards,
+    their size, a fresh work dir, an approved policy for them, and the polars floor."""
+
+    files: list[Path]
+    data_mb: float
+    docs: int
+    work: Path
+    policy: Path
+    glob: str
+
+    @classmethod
+    def prepare(cls, data_dir: Path, mb: int, work_name: str) -> Bench:
+        files = make_data(data_dir, mb)
+        work = data_dir.parent / work_name
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        pack = load_langpack(C.REPO / "langpacks", "en")
+        policy = work / "approved_policy.yaml"
+        write_policy(policy, fingerprint(files), pack.content_hash)
+        return cls(files, sum(p.stat().st_size for p in files) / MB,
+                   sum(p.read_bytes().count(b"\n") for p in files), work, policy,
+                   str(data_dir / "part_*.jsonl"))
+
+    def floor(self) -> None:
+        """Read and write the same data with polars: what any step costs at least."""
+        for f in self.files:
+            pl.read_ndjson(f).write_ndjson(self.work / "floor.jsonl")
+
+
 def run_variants(variants: dict[str, Any], names: list[str], repeat: int, data_mb: float,
                  docs: int) -> dict[str, dict[str, Any]]:
     """Measure each named variant (median CPU and wall seconds over ``repeat`` runs), print
@@ -168,20 +200,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/filter_throughput.json)")
     args = parser.parse_args()
-    files = make_data(args.data_dir, args.mb)
-    data_mb = sum(p.stat().st_size for p in files) / MB
-    docs = sum(p.read_bytes().count(b"\n") for p in files)
-    work = args.data_dir.parent / "cb-filter-work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    pack = load_langpack(C.REPO / "langpacks", "en")
-    policy = work / "approved_policy.yaml"
-    write_policy(policy, fingerprint(files), pack.content_hash)
-    glob = str(args.data_dir / "part_*.jsonl")
-
-    def floor() -> None:
-        for f in files:
-            pl.read_ndjson(f).write_ndjson(work / "floor.jsonl")
+    b = Bench.prepare(args.data_dir, args.mb, "cb-filter-work")
+    files, data_mb, docs, work, policy, glob, floor = (
+        b.files, b.data_mb, b.docs, b.work, b.policy, b.glob, b.floor)
 
     counter = itertools.count()
 

@@ -119,3 +119,26 @@ def completed_on_disk(checkpoint: Path, reader: str = "reader-0") -> frozenset[s
 
 def out_sources(tasks: list[Task]) -> list[str]:
     return sorted(t.source_id or "" for t in tasks)
+
+
+def crasher_bytes(root: Path) -> bytes:
+    """The bytes of a real writer file that LMDB opens and then reads past its end
+    (SIGBUS in the reading process): one stats value big enough for overflow pages has
+    its node's data size set to 200 MiB, off the end of the 1 GiB map's backing file."""
+    import struct
+
+    with CheckpointStore(root, writer_id="donor") as store:
+        store.mark_completed({"bigsrc": {"blob": "x" * 20000}, "small": None})
+        path = store.path
+    data = bytearray(path.read_bytes())
+    key, pos, tampered = b"bigsrc", 0, 0
+    while (i := data.find(key, pos)) >= 0:
+        _lo, _hi, flags, ksize = struct.unpack_from("<HHHH", data, i - 8)
+        if ksize == len(key) and flags & 0x01:  # F_BIGDATA: the stats value
+            size = 200 * 1024 * 1024
+            struct.pack_into("<HH", data, i - 8, size & 0xFFFF, size >> 16)
+            tampered += 1
+        pos = i + 1
+    assert tampered == 1
+    path.unlink()
+    return bytes(data)

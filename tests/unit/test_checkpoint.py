@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ from curator.checkpoint import (
 )
 from curator.errors import CuratorError
 from curator.pipeline import Pipeline
-from tests.unit._support import Emit, Step, completed_on_disk
+from tests.unit._support import Emit, Step, completed_on_disk, crasher_bytes
 
 LOG = "curator.resumability"
 PAGE = 4096
@@ -207,27 +206,9 @@ def test_data_pages_damage_opens_but_fails_on_read(populated, tmp_path) -> None:
 
 
 def _bigdata_size_tampered(root: Path) -> Path:
-    """A file LMDB opens and reads past its end: SIGBUS in the reading process.
-
-    One stats value is big enough for overflow pages; its node's data size is set to
-    200 MiB, so copying the value runs off the end of the 1 GiB map's backing file.
-    """
-    with CheckpointStore(root, writer_id="donor") as store:
-        store.mark_completed({"bigsrc": {"blob": "x" * 20000}, "small": None})
-        path = store.path
-    data = bytearray(path.read_bytes())
-    key, pos, tampered = b"bigsrc", 0, 0
-    while (i := data.find(key, pos)) >= 0:
-        _lo, _hi, flags, ksize = struct.unpack_from("<HHHH", data, i - 8)
-        if ksize == len(key) and flags & 0x01:  # F_BIGDATA: the stats value
-            size = 200 * 1024 * 1024
-            struct.pack_into("<HH", data, i - 8, size & 0xFFFF, size >> 16)
-            tampered += 1
-        pos = i + 1
-    assert tampered == 1
+    """A file LMDB opens and reads past its end: SIGBUS in the reading process."""
     bad = root.parent / "crasher.mdb"
-    bad.write_bytes(bytes(data))
-    path.unlink()
+    bad.write_bytes(crasher_bytes(root))
     return bad
 
 

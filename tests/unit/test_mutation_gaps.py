@@ -10,7 +10,6 @@ import json
 import os
 import re
 import socket
-import struct
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -51,7 +50,14 @@ from curator.stages import ProcessingStage
 from curator.steps.filter import FilterConfig, run_filter
 from curator.tasks import DocumentBatch, EmptyTask
 from tests.ingest._support import ingest, read_jsonl, shard_records, write_records
-from tests.unit._support import Emit, Step, batch, completed_on_disk, read_log
+from tests.unit._support import (
+    Emit,
+    Step,
+    batch,
+    completed_on_disk,
+    crasher_bytes,
+    read_log,
+)
 
 # -- gaps 1 and 2: ingest, on_duplicate: suffix ----------------------------------------------
 
@@ -170,30 +176,10 @@ def test_build_ledger_balanced_has_no_unattributed() -> None:
 # -- gap 4: a good checkpoint file after one that crashes the reader --------------------------
 
 
-def _crasher(root: Path) -> bytes:
-    """A real writer file whose one overflow value claims 200 MiB: LMDB opens it, then
-    reads past the end of the file (SIGBUS) when the value is copied."""
-    with CheckpointStore(root, writer_id="donor") as store:
-        store.mark_completed({"bigsrc": {"blob": "x" * 20000}, "small": None})
-        path = store.path
-    data = bytearray(path.read_bytes())
-    key, pos, tampered = b"bigsrc", 0, 0
-    while (i := data.find(key, pos)) >= 0:
-        _lo, _hi, flags, ksize = struct.unpack_from("<HHHH", data, i - 8)
-        if ksize == len(key) and flags & 0x01:  # F_BIGDATA: the stats value
-            size = 200 * 1024 * 1024
-            struct.pack_into("<HH", data, i - 8, size & 0xFFFF, size >> 16)
-            tampered += 1
-        pos = i + 1
-    assert tampered == 1
-    path.unlink()
-    return bytes(data)
-
-
 def test_a_good_file_sorting_after_a_reader_crash_is_still_read(tmp_path: Path) -> None:
     """Gap 4: the reader process dies on ``a-crash.mdb``; ``b-good.mdb`` (after it by name)
     is still read, at start-up and when the statistics are merged."""
-    crash = _crasher(tmp_path / "donor")
+    crash = crasher_bytes(tmp_path / "donor")
     probe = tmp_path / "probe.mdb"
     probe.write_bytes(crash)
     died = subprocess.run(
