@@ -80,12 +80,12 @@ def _step_command(spec: StepSpec) -> Callable[..., None]:
         typer.echo(spec.rendered(report).summary)
 
     command.__doc__ = spec.help
-    command.__name__ = spec.key
+    command.__name__ = spec.command_name.replace("-", "_")
     return command
 
 
 for _spec in STEPS:
-    app.command(_spec.key)(_step_command(_spec))
+    app.command(_spec.command_name)(_step_command(_spec))
 
 
 @app.command("flow")

@@ -81,7 +81,7 @@ def _none(_: Any) -> Any:
 class StepSpec:
     """Everything the outer layers need to know about one step."""
 
-    key: str  # ``ingest``; the CLI command, the flow's ``steps.<key>`` block
+    key: str  # ``ingest``; the flow's ``steps.<key>`` block, the CLI command by default
     help: str  # one line: the CLI's help and the flow's description
     config: type[StepConfig]
     run: Callable[..., dict[str, Any]]  # run(config, executor=None, on_progress=None)
@@ -103,6 +103,13 @@ class StepSpec:
     applies_policy: bool = False
     #: it reads Parquet as well as JSONL (else a flow's raw input must hold JSONL)
     reads_parquet: bool = False
+    #: its CLI command when that is a verb unlike its key (``decontaminate``)
+    command: str | None = None
+
+    @property
+    def command_name(self) -> str:
+        """``curate <command_name>``: :attr:`command`, else the key."""
+        return self.command or self.key
 
     @property
     def step_id(self) -> str:

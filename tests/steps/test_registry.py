@@ -40,7 +40,7 @@ def test_a_step_has_a_prefect_flow(spec: StepSpec) -> None:
 def test_a_step_has_a_cli_command(spec: StepSpec) -> None:
     from flows.cli import app
 
-    result = CliRunner().invoke(app, [spec.key, "--help"])
+    result = CliRunner().invoke(app, [spec.command_name, "--help"])
     assert result.exit_code == 0, result.output
     assert "--config" in result.output and "--set" in result.output
 
