@@ -36,6 +36,10 @@ checkpoint_app = typer.Typer(help="Inspect checkpoint directories.", no_args_is_
 app.add_typer(checkpoint_app, name="checkpoint")
 
 ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="the step's YAML config")]
+StepConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="the step's YAML config (or give every key by --set)"),
+]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="override a config key: key=value (repeatable; dotted keys)"),
@@ -66,14 +70,14 @@ def fail(exc: CuratorError) -> None:
 def _step_command(spec: StepSpec) -> Callable[..., None]:
     """``curate <step> --config FILE [--set key=value ...]`` for one registered step."""
 
-    def command(config: ConfigOpt, set_: SetOpt = None) -> None:
+    def command(config: StepConfigOpt = None, set_: SetOpt = None) -> None:
         from flows.steps import STEP_FLOWS
         from flows.terminal import progress_bars
 
         _quiet_user_errors()
         try:
             with progress_bars([spec]):
-                report = STEP_FLOWS[spec.key](str(config), set_ or [])
+                report = STEP_FLOWS[spec.key](str(config) if config else {}, set_ or [])
         except CuratorError as exc:
             fail(exc)
             return

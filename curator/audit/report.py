@@ -23,8 +23,11 @@ STRENGTHS = (
 
 
 def build_report(facts: AuditFacts, producer: dict[str, Any],
-                 error: dict[str, str] | None = None) -> dict[str, Any]:
-    """The audit report of what the scan found (``facts``)."""
+                 error: dict[str, str] | None = None,
+                 steps: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The audit report of what the scan found (``facts``) and of the later steps'
+    artifacts proved by their checkers (``steps``: ``{key: {artifact, block,
+    findings}}``, from ``output_root``)."""
     report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "step_id": STEP_ID,
                               "mode": facts.mode, "producer": producer}
     findings: list[dict[str, Any]] = []
@@ -36,6 +39,11 @@ def build_report(facts: AuditFacts, producer: dict[str, Any],
         report["containment"], found = check_containment(facts)
         findings += found
     report["observations"] = observations(facts)
+    if steps:
+        report["steps"] = {key: {"artifact": s["artifact"], **(s["block"] or {}),
+                                 "findings": [f["name"] for f in s["findings"]]}
+                           for key, s in steps.items()}
+        findings += [f for s in steps.values() for f in s["findings"]]
     report["strengths"] = strengths(report)
     report["findings"] = findings
     report["passed"] = error is None and not findings
@@ -99,6 +107,11 @@ def render(report: dict[str, Any]) -> Rendering:
               "|---:|---|---|---|"]
     lines += [f"| {s['level']} | {s['claim']} | {'yes' if s['made'] else 'no'} | "
               f"{s.get('reason') or s['basis']} |" for s in report["strengths"]]
+    if report.get("steps"):
+        lines += ["", "## Later steps (output_root)", "", "| step | artifact | findings |",
+                  "|---|---|---|"]
+        lines += [f"| {key} | `{s['artifact']}` | {', '.join(s['findings']) or 'none'} |"
+                  for key, s in report["steps"].items()]
     lines += ["", "## Findings", ""]
     lines += [f"- `{f['name']}`: {f['message']}" for f in report["findings"]] or ["none"]
     names = sorted({f["name"] for f in report["findings"]})

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from curator.artifacts import file_digest
 from curator.audit.checks import AuditFacts
+from curator.audit.kinds import KINDS, ArtifactKind, found
 from curator.audit.report import (
     REPORT_NAME,
     SCHEMA_VERSION,
@@ -40,7 +41,7 @@ from curator.execution import Executor
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.steps.base import ProgressHook, StepRun
-from curator.steps.spec import FlowContext, Phase, Problem, StepSpec
+from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 Mode = Literal["integrity", "digest", "containment", "all"]
 
@@ -49,7 +50,7 @@ class AuditConfig(StepConfig):
     """Configuration of ``curate audit`` (the reference's keys and four of this
     project's; docs/audit.md)."""
 
-    target_glob: str | list[str]
+    target_glob: str | list[str] | None = None  # or found under output_root
     output_dir: str = "./output/audit"
     declared_manifest: str | None = None
     ledger_glob: str | list[str] | None = None
@@ -63,9 +64,16 @@ class AuditConfig(StepConfig):
     text_field: str = "text"  # as the filter read it: which input lines were documents
     approved_policy: str | None = None  # the policy file whose digest the manifest names
     rejected_dir: str | None = None  # default: the manifest's rejected_dir
+    #: a flow's output root: audit every step that ran there (the filter's artifacts
+    #: fill the keys above that are unset; each later step's artifact gets its checker)
+    output_root: str | None = None
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
+        if self.target_glob is None and self.output_root is None:
+            problems.append(("audit_needs_a_target",
+                             "set target_glob (the shards to audit) or output_root (a "
+                             "flow's output root: every step that ran there)"))
         if self.mode in ("containment", "all"):
             if not self.comparison_fields:
                 problems.append(("containment_needs_comparison_fields",
@@ -85,7 +93,7 @@ class AuditConfig(StepConfig):
                 flow.warnings.append(
                     "the audit has no manifest or no ledger (the filter is off and its "
                     "artifacts are absent): it claims less (docs/audit.md)")
-            if not flow.upstream_enabled.get("filter") and not _matches(self.target_glob):
+            if not flow.upstream_enabled.get("filter") and not _matches(self.target_glob or []):
                 problems.append(("missing_upstream_artifact",
                                  f"steps.audit.target_glob {self.target_glob!r} matches no "
                                  "files and the filter, which writes them, is off"))
@@ -103,7 +111,38 @@ def run_audit(config: AuditConfig, executor: Executor | None = None,
               on_progress: ProgressHook | None = None) -> dict[str, Any]:
     """Audit; return the report (also written). Findings raise ``audit_findings``
     (exit 1) after the complete report is on disk."""
-    return AuditRun(config, executor, on_progress).run()
+    return AuditRun(from_output_root(config), executor, on_progress).run()
+
+
+def from_output_root(config: AuditConfig) -> AuditConfig:
+    """With ``output_root``: the filter's artifacts there (as its ``flow_plan.json``
+    places them, else the flow's default layout) fill the keys the config leaves unset.
+    Without a filter output there, only the later steps' artifacts are audited."""
+    if config.output_root is None:
+        return config
+    root = Path(config.output_root)
+    if not root.is_dir():
+        raise CuratorError("output_root_not_found",
+                           f"output_root {config.output_root!r} is not a directory")
+    filt: dict[str, Any] = {}
+    try:
+        plan = json.loads((root / "flow_plan.json").read_text(encoding="utf-8"))
+        filt = next(s["config"] for s in plan["steps"] if s.get("key") == "filter")
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError, StopIteration) as exc:
+        raise CuratorError("flow_plan_unreadable",
+                           f"{root / 'flow_plan.json'} cannot be read as a flow plan: "
+                           f"{type(exc).__name__}: {exc}") from exc
+    out = Path(filt.get("output_dir") or root / "filtered_jsonl")
+    if not out.is_dir():
+        return config
+    ctx = FlowContext(root=root, corpus=None, reads=CorpusView(None), approved_policy=None,
+                      upstream={"filter": {**filt, "output_dir": str(out)}},
+                      upstream_enabled={"filter": False})
+    unset = {k: v for k, v in _derive(ctx).items()
+             if k not in config.model_fields_set and v is not None}
+    return config.model_copy(update=unset)
 
 
 class AuditRun(StepRun):
@@ -120,10 +159,18 @@ class AuditRun(StepRun):
         self.rejected: list[str] = []
         self.manifest: dict[str, Any] | None = None
         self.manifest_error: str | None = None
+        self.kinds: list[tuple[ArtifactKind, Path]] = []
 
     # -- refusals ----------------------------------------------------------------------
     def refuse(self) -> None:
         cfg = self.config
+        self.kinds = found(Path(cfg.output_root)) if cfg.output_root else []
+        if cfg.target_glob is None:
+            if not self.kinds:
+                raise CuratorError("nothing_to_audit",
+                                   f"output_root {cfg.output_root!r} holds no filter output "
+                                   f"and none of {[k.artifact for k in KINDS]}")
+            return
         self.target = self._resolve(cfg.target_glob, "target_glob")
         if not self.target:
             raise CuratorError("target_glob_no_matches",
@@ -183,7 +230,8 @@ class AuditRun(StepRun):
                 stats.append([path, st.st_size, st.st_mtime_ns])
             except OSError:
                 stats.append([path, None, None])
-        return {"files": stats, "fields": list(self.fields())}
+        return {"files": stats, "fields": list(self.fields()),
+                "artifacts": [[kind.name, file_digest(path)] for kind, path in self.kinds]}
 
     def clear_outputs(self) -> None:
         for name in (REPORT_NAME, SUMMARY_NAME):
@@ -201,6 +249,8 @@ class AuditRun(StepRun):
             want_ids=id_field is not None, comparison_fields=tuple(cfg.comparison_fields),
             keyed=keyed, rejected=frozenset(self.rejected),
             fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset())
+        if not self.files():  # output_root with only later steps' artifacts
+            return
         partitions = FilePartitioningStage(file_paths=self.files(), files_per_partition=1,
                                            file_extensions=None)
         self.phase("scan", partitions, stage)
@@ -208,7 +258,8 @@ class AuditRun(StepRun):
     def facts(self) -> AuditFacts | None:
         """What the checks read; ``None`` while a unit's scan is missing (a failed run)."""
         files = self.files()
-        if not files or not all(scan_path(self.work, p).is_file() for p in files):
+        if not (files or self.kinds) or not all(scan_path(self.work, p).is_file()
+                                                for p in files):
             return None
         scans: dict[str, FileScan] = load_scans(self.work, files)
         cfg = self.config
@@ -246,9 +297,20 @@ class AuditRun(StepRun):
         producer = self.producer()
         if facts is None:
             return [(self.report_path, self._unfinished(producer))]
-        report = build_report(facts, producer, self.error_block())
+        report = build_report(facts, producer, self.error_block(), self.step_checks())
         write_atomic(self.out / SUMMARY_NAME, render(report).markdown)
         return [(self.report_path, report)]
+
+    def step_checks(self) -> dict[str, dict[str, Any]]:
+        """Each later step's artifact found under ``output_root``, proved by its checker
+        (:mod:`curator.audit.kinds`): ``{key: {artifact, block, findings}}``."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind, path in self.kinds:
+            block, findings = kind.check(path)
+            name = kind.name if kind.name not in out else f"{kind.name}:{path.parent.name}"
+            out[name] = {"artifact": str(path), "block": block,
+                         "findings": [{**f, "step": kind.name} for f in findings]}
+        return out
 
     def _unfinished(self, producer: dict[str, Any]) -> dict[str, Any]:
         """A report of an audit that did not finish: no verdict, no claims."""

@@ -46,6 +46,19 @@ def test_the_audit_in_a_flow(tmp_path: Path, prefect_api: str) -> None:
     ledger.write_bytes(original)
     assert curate_flow(config)["audit_passed"] is True
 
+    # `curate audit` on the flow's output root, no config file: the same verdict, the
+    # filter's artifacts found through flow_plan.json
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, ["audit", "--set", f"output_root={root}", "--set",
+                                      f"output_dir={tmp_path / 'whole'}"])
+    assert result.exit_code == 0, result.output
+    whole = read_json(tmp_path / "whole" / "audit_report.json")
+    assert whole["passed"] and whole["target"]["glob"] == str(corpus)
+    assert whole["completeness"]["claimed"] and whole["accounting"]["by_id"]
+
     # a shard loses a row: the filter is done (skipped), the audit runs again and fails
     shard = sorted(corpus.glob("part_*.jsonl"))[0]
     shard.write_bytes(b"".join(x + b"\n" for x in shard.read_bytes().splitlines()[1:]))
