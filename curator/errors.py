@@ -18,6 +18,7 @@ EXIT_CODES: dict[str, int] = {
     "source_stage_failed_task": 2,
     "partition_failed": 2,
     "direction_mismatch": 3,
+    "holdout_modified": 3,
     "interrupted_sigint": 128 + signal.SIGINT,
     "interrupted_sigterm": 128 + signal.SIGTERM,
 }

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.audit.checks import Block
+from curator.audit.decontamination import check_decontamination
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class ArtifactKind:
 
 
 #: one entry per audited step kind, in flow order; a step adds its line here
-KINDS: tuple[ArtifactKind, ...] = ()
+KINDS: tuple[ArtifactKind, ...] = (
+    ArtifactKind("decontamination", "decontamination_report.json", check_decontamination),
+)
 
 
 def found(root: Path) -> list[tuple[ArtifactKind, Path]]:

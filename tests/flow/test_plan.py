@@ -164,7 +164,7 @@ def test_preflight_of_an_apply_config_before_any_profile(
     config["steps"]["filter"]["heuristic_filters"] = {"approved_policy": "elsewhere.yaml"}
     config["steps"]["filter"]["quality_filters"] = {"max_words": 500}
     exc, plan = _preflight(config)
-    expected = {"approve_before_profile", "step_not_available",
+    expected = {"approve_before_profile", "decontamination_needs_a_holdout",
                 "conflicting_approved_policy", "missing_langpack_dir",
                 "incomplete_word_filter", "stale_filter_output"}
     assert problem_ids(exc.details["problems"]) == expected

@@ -44,6 +44,9 @@ KEYS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
                {"quality_filters": {"min_words": 40, "max_words": 100000}}),
     # the target is a filter's output (made by make_world); the paths are added there
     "audit": ({"mode": "integrity"}, {"mode": "digest"}),
+    # training shards with unique ids and a planted holdout (made by make_world)
+    "decontamination": ({"id_field": "id", "partition_size": "64KB"},
+                        {"containment": {"enabled": False}}),
 }
 
 
@@ -58,7 +61,39 @@ def make_world(key: str, input_key: str, folder: Path) -> World:
                 "ledger_glob": str(filtered / "curation_ledger.json"),
                 "reference_glob": str(raw), "digest_root": str(filtered)}
         return World(filtered, keys, variant, input_key)
+    if key == "decontamination":
+        train, holdout = decontamination_world(folder / "decontamination")
+        return World(train, {**keys, "holdout_glob": str(holdout)}, variant, input_key)
     return World(raw, keys, variant, input_key)
+
+
+def decontamination_world(folder: Path, files: int = 3, docs: int = 150
+                          ) -> tuple[Path, Path]:
+    """``(train dir, holdout dir)``: demo documents with unique ids in ``files`` shards,
+    and a holdout planted from them (curator_demo.holdout: copies, edited and rewritten
+    copies, passages, same-URL and unseen documents; ``planted.json`` says which)."""
+    import json
+
+    from curator_demo import iter_clean_lines
+    from curator_demo.holdout import HOLDOUT_NAME, PLANTED_NAME, plant
+
+    train, holdout = folder / "train", folder / "holdout"
+    if not (holdout / HOLDOUT_NAME).is_file():
+        lines = iter_clean_lines(3)
+        records = []
+        train.mkdir(parents=True, exist_ok=True)
+        for f in range(files):
+            rows = [{**json.loads(next(lines)), "id": f"d{f}-{i}"} for i in range(docs)]
+            records += rows
+            (train / f"shard_{f}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        docs_out, planted = plant(records, 24, 11, id_field="id")
+        holdout.mkdir(parents=True, exist_ok=True)
+        (holdout / HOLDOUT_NAME).write_text(
+            "".join(json.dumps(r) + "\n" for r in docs_out), encoding="utf-8")
+        (folder / PLANTED_NAME).write_text(json.dumps(planted, indent=2, sort_keys=True),
+                                           encoding="utf-8")
+    return train, holdout
 
 
 def filtered_world(raw: Path, out: Path) -> Path:

@@ -1,0 +1,142 @@
+"""The audit's checker of ``curate decontaminate`` (``decontamination_report.json``).
+
+It proves from disk, with none of the step's code (the step packages are independent;
+an auditor that reused the producer's code would prove less):
+
+- the output is the input minus the removed documents, by id: no input id lost
+  without a line in ``removed/``, no removed id still in the output, no id in the
+  output that the input does not hold;
+- every removed id is listed once in ``removed/`` and the report's counts are what is
+  on disk;
+- the shards are the ones the report lists (rows, sha256);
+- the holdout is unmodified: its files still hash to the report's ``content_digest``.
+
+It reads the paths the step records in its report (``paths``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from curator.audit.checks import EXAMPLES, Block, Finding, finding
+from curator.corpus.reading import iter_lines, iter_records
+from curator.corpus.records import RecordSpec, Rejection
+
+
+def _digest_files(files: list[str]) -> str:
+    """sha256 over the files' names and bytes in sorted order (the report's
+    ``splits.holdout.content_digest``)."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode("utf-8", "surrogatepass") + b"\0")
+        with open(name, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def _file_facts(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    rows = 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            rows += chunk.count(b"\n")
+    return rows, "sha256:" + h.hexdigest()
+
+
+def _ids(files: list[str], spec: RecordSpec) -> list[str]:
+    out = []
+    for path in files:
+        for _, _, record in iter_records(path, None, spec):
+            if type(record) is Rejection or record.get(spec.id_field) is None:
+                continue
+            out.append(str(record[spec.id_field]))
+    return out
+
+
+def check_decontamination(report_path: Path) -> Block:
+    """``(block, findings)`` of one ``decontamination_report.json``."""
+    findings: list[Finding] = []
+    try:
+        report: dict[str, Any] = json.loads(Path(report_path).read_text(encoding="utf-8"))
+        paths = report["paths"]
+        out = Path(paths["output_dir"])
+        removed_dir = Path(paths["removed_dir"])
+        spec = RecordSpec(text_field=paths.get("text_field") or "text",
+                          id_field=paths["id_field"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, [finding("decontamination_report_unreadable",
+                              f"{report_path}: {type(exc).__name__}: {exc}")]
+    if not (report.get("producer") or {}).get("completed_at"):
+        findings.append(finding("decontamination_incomplete",
+                                f"{report_path} has no producer.completed_at"))
+    try:
+        ids_in = _ids(list(paths["train_files"]), spec)
+        shards = sorted(out.glob("part_*.jsonl"))
+        ids_out = _ids([str(p) for p in shards], spec)
+        removed: list[str] = []
+        for p in sorted(removed_dir.glob("*.jsonl")) if removed_dir.is_dir() else []:
+            for _, line in iter_lines(str(p)):
+                removed.append(str(json.loads(line)["id"]))
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        return None, [*findings, finding("decontamination_files_unreadable",
+                                         f"{type(exc).__name__}: {exc}")]
+    set_in, set_out, set_removed = set(ids_in), set(ids_out), set(removed)
+    put_back = sorted(set_out & set_removed)
+    lost = sorted(set_in - set_out - set_removed)
+    foreign = sorted(set_out - set_in)
+    twice = sorted(i for i, n in Counter(removed).items() if n > 1)
+    if put_back:
+        findings.append(finding("decontamination_removed_id_in_output",
+                                f"{len(put_back)} removed ids are still in the output",
+                                examples=put_back[:EXAMPLES]))
+    if lost:
+        findings.append(finding("decontamination_removed_id_not_listed",
+                                f"{len(lost)} input ids are neither in the output nor in "
+                                f"{removed_dir}", examples=lost[:EXAMPLES]))
+    if foreign:
+        findings.append(finding("decontamination_output_id_not_in_input",
+                                f"{len(foreign)} output ids are not in the training input",
+                                examples=foreign[:EXAMPLES]))
+    if twice:
+        findings.append(finding("decontamination_removed_listed_twice",
+                                f"{len(twice)} ids are listed more than once in removed/",
+                                examples=twice[:EXAMPLES]))
+    result = report.get("result") or {}
+    on_disk = {"train_documents_in": len(ids_in), "train_documents_removed": len(removed),
+               "train_documents_out": len(ids_out)}
+    wrong = {k: (result.get(k), v) for k, v in on_disk.items() if result.get(k) != v}
+    if wrong:
+        findings.append(finding("decontamination_counts_mismatch",
+                                f"the report's counts differ from the files: {wrong}"))
+    declared = {s["name"]: (s["rows"], s["sha256"])
+                for s in (report.get("output") or {}).get("shards", [])}
+    actual = {p.name: _file_facts(p) for p in shards}
+    if declared != actual:
+        differ = sorted(n for n in set(declared) | set(actual)
+                        if declared.get(n) != actual.get(n))
+        findings.append(finding("decontamination_shard_mismatch",
+                                f"{len(differ)} shards differ from the report's list",
+                                examples=differ[:EXAMPLES]))
+    holdout = (report.get("splits") or {}).get("holdout") or {}
+    try:
+        digest = _digest_files(list(paths["holdout_files"]))
+    except OSError as exc:
+        digest = f"unreadable: {exc}"
+    unchanged = digest == holdout.get("content_digest") and not holdout.get("modified")
+    if not unchanged:
+        findings.append(finding("decontamination_holdout_modified",
+                                f"the holdout files hash to {digest}, the report recorded "
+                                f"{holdout.get('content_digest')} (modified: "
+                                f"{holdout.get('modified')})"))
+    block = {"input_documents": len(ids_in), "output_documents": len(ids_out),
+             "removed_documents": len(removed), "output_is_input_minus_removed":
+             not (put_back or lost or foreign), "holdout_unchanged": unchanged,
+             "shards_match_report": declared == actual, "passed": not findings}
+    return block, findings

@@ -1,0 +1,180 @@
+"""The holdout's index, built once in the driver and read by every worker.
+
+Two kinds, one layout (a sorted key array and CSR postings of holdout document
+indices), stored as ``.npy`` files in the step's work directory and memory-mapped by
+the workers (never pickled: ``np.load(allow_pickle=False)``):
+
+- ``exact``: the keys are the hashes of every shingle of every holdout document. A
+  training document with Jaccard >= t (or containment >= c) to holdout document ``h``
+  shares at least ``t * |S_h|`` (``c * |S_h|``) of ``h``'s shingles, so counting shared
+  shingles per holdout document finds every such pair: no false negatives;
+- ``minhash``: the keys are the holdout documents' LSH band keys (``num_bands`` bands of
+  ``minhashes_per_band`` min-hashes, seeded). A pair of Jaccard ``s`` shares a band with
+  probability ``1 - (1 - s**r)**b``: :func:`banding_recall`.
+
+A bitmap over the exact keys lets the scan drop most shingles of a clean document with
+one array lookup before the sorted-key search.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from curator.decontamination.text import Shingling, _mix
+from curator.errors import CuratorError
+from curator.io.writers import atomic_file, write_atomic
+
+META = "index.json"
+FILES = ("keys", "offsets", "postings", "sizes", "bitmap")
+_MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class MinHashParams:
+    seed: int = 42
+    num_bands: int = 20
+    minhashes_per_band: int = 13
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(self.seed)
+        n = self.num_bands * self.minhashes_per_band
+        a = rng.integers(1, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        b = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+        return a, b
+
+
+def banding_recall(similarity: float, bands: int, rows: int) -> float:
+    """The chance that a pair of Jaccard ``similarity`` shares at least one band."""
+    return 1.0 - (1.0 - similarity ** rows) ** bands
+
+
+def signatures(hashes: np.ndarray, doc: np.ndarray, n_docs: int, mh: MinHashParams
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(band_keys[n_docs, bands], has_shingles[n_docs])`` from the shingle hashes of a
+    batch (``doc`` sorted)."""
+    bands, rows = mh.num_bands, mh.minhashes_per_band
+    present = np.bincount(doc, minlength=n_docs) > 0
+    keys = np.zeros((n_docs, bands), dtype=np.uint64)
+    if not len(hashes):
+        return keys, present
+    a, b = mh.coefficients()
+    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
+    docs = doc[starts]
+    sig = np.empty((len(docs), bands * rows), dtype=np.uint64)
+    for p in range(bands * rows):
+        sig[:, p] = np.minimum.reduceat(hashes * a[p] + b[p], starts)
+    for band in range(bands):
+        h = np.full(len(docs), np.uint64(band + 1), dtype=np.uint64)
+        for r in range(rows):
+            h = h * np.uint64(0x100000001B3) + sig[:, band * rows + r]
+        keys[docs, band] = _mix(h)
+    return keys, present
+
+
+@dataclass
+class HoldoutIndex:
+    """Keys (sorted, unique), CSR postings into holdout documents, and per holdout
+    document its number of unique shingles (``sizes``)."""
+
+    keys: np.ndarray
+    offsets: np.ndarray
+    postings: np.ndarray
+    sizes: np.ndarray
+    bitmap: np.ndarray  # uint8, one bit per slot of the low key bits
+    kind: str
+    meta: dict[str, Any]
+
+    @property
+    def bitmap_bits(self) -> int:
+        return len(self.bitmap) * 8
+
+    def maybe(self, hashes: np.ndarray) -> np.ndarray:
+        """A mask of the hashes that may be keys (no false negatives)."""
+        slot = hashes & np.uint64(self.bitmap_bits - 1)
+        byte = self.bitmap[(slot >> np.uint64(3)).astype(np.int64)]
+        return ((byte >> (slot & np.uint64(7)).astype(np.uint8)) & 1).astype(bool)
+
+    def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(which, key_index)``: positions of ``hashes`` that are keys, and their key."""
+        if not len(self.keys) or not len(hashes):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        cand = np.flatnonzero(self.maybe(hashes))
+        at = np.searchsorted(self.keys, hashes[cand])
+        at_c = np.minimum(at, len(self.keys) - 1)
+        hit = self.keys[at_c] == hashes[cand]
+        return cand[hit], at_c[hit]
+
+    def expand(self, key_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(repeat, holdout_doc)``: for each key, the holdout documents that hold it
+        (``repeat``: the position in ``key_index`` each row came from)."""
+        lo, hi = self.offsets[key_index], self.offsets[key_index + 1]
+        n = (hi - lo).astype(np.int64)
+        rep = np.repeat(np.arange(len(key_index)), n)
+        first = np.concatenate(([0], np.cumsum(n)[:-1])) if len(n) else n
+        pos = np.arange(int(n.sum())) - np.repeat(first, n) + np.repeat(lo, n)
+        return rep, self.postings[pos.astype(np.int64)]
+
+
+def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashParams
+                ) -> HoldoutIndex:
+    """The index of the holdout's normalised texts (document ``i`` is ``norms[i]``)."""
+    from curator.decontamination.text import shingle_hashes
+
+    hashes, doc = shingle_hashes(norms, shingling)
+    pairs = np.unique(np.stack([doc.astype(np.uint64), hashes], axis=1), axis=0) \
+        if len(hashes) else np.empty((0, 2), np.uint64)
+    sizes = np.bincount(pairs[:, 0].astype(np.int64), minlength=len(norms)).astype(np.int64)
+    if kind == "minhash":
+        band_keys, present = signatures(hashes, doc, len(norms), mh)
+        docs = np.repeat(np.arange(len(norms)), mh.num_bands)[np.repeat(present, mh.num_bands)]
+        flat = band_keys[present].reshape(-1)
+        key_doc = np.stack([flat, docs.astype(np.uint64)], axis=1)
+    else:
+        key_doc = pairs[:, ::-1]
+    order = np.lexsort((key_doc[:, 1], key_doc[:, 0])) if len(key_doc) else np.empty(0, int)
+    key_doc = key_doc[order]
+    keys, first = np.unique(key_doc[:, 0], return_index=True) if len(key_doc) else \
+        (np.empty(0, np.uint64), np.empty(0, np.int64))
+    offsets = np.concatenate((first, [len(key_doc)])).astype(np.int64)
+    postings = key_doc[:, 1].astype(np.int64)
+    bits = 1 << 20
+    while bits < 32 * len(keys) and bits < (1 << 31):
+        bits <<= 1
+    bitmap = np.zeros(bits // 8, dtype=np.uint8)
+    if len(keys):
+        slot = keys & np.uint64(bits - 1)
+        np.bitwise_or.at(bitmap, (slot >> np.uint64(3)).astype(np.int64),
+                         (np.uint8(1) << (slot & np.uint64(7)).astype(np.uint8)))
+    meta = {"kind": kind, "shingling": shingling.describe(), "documents": len(norms),
+            "keys": len(keys)}
+    if kind == "minhash":
+        meta["minhash"] = {"seed": mh.seed, "num_bands": mh.num_bands,
+                           "minhashes_per_band": mh.minhashes_per_band}
+    return HoldoutIndex(keys, offsets, postings, sizes, bitmap, kind, meta)
+
+
+def save_index(index: HoldoutIndex, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        with atomic_file(folder / f"{name}.npy") as f:
+            np.save(f, getattr(index, name), allow_pickle=False)
+    write_atomic(folder / META, json.dumps(index.meta, sort_keys=True))
+
+
+def load_index(folder: Path, expected: dict[str, Any]) -> HoldoutIndex:
+    """The index in ``folder``, memory-mapped; ``shingling_mismatch`` when it was built
+    with other shingles, normalisation or banding than ``expected`` says."""
+    meta = json.loads((folder / META).read_text(encoding="utf-8"))
+    for key, value in expected.items():
+        if meta.get(key) != value:
+            raise CuratorError("shingling_mismatch",
+                               f"the holdout index in {folder} was built with {key}="
+                               f"{meta.get(key)!r}, this scan uses {value!r}")
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+              for name in FILES}
+    return HoldoutIndex(**arrays, kind=meta["kind"], meta=meta)

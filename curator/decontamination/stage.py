@@ -1,0 +1,308 @@
+"""The scan: one training partition against the holdout index.
+
+For every document of the partition: its identity key (matched against the holdout's
+keys), its candidate holdout documents (from the index), the exact Jaccard and
+containment of every candidate pair on string shingles, and the verdict. Kept
+documents go to ``part_<i>.jsonl`` (their input bytes, unchanged); removed ones to
+``removed/part_<i>.jsonl`` with the holdout id matched, the similarity, the containment
+and the rule. What the report needs is written to ``<work>/scan/<source id>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from curator.corpus.reading import iter_records
+from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
+from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
+from curator.decontamination.text import (
+    Shingling,
+    identity_key,
+    normalize,
+    shingle_hashes,
+    shingle_set,
+)
+from curator.errors import CuratorError
+from curator.io.writers import atomic_file, write_atomic
+from curator.stages import ProcessingStage
+from curator.tasks import FileGroupTask
+
+#: documents (or characters) per vectorised batch
+BATCH_DOCS = 2048
+BATCH_CHARS = 4_000_000
+#: the rules, in the order a removal names them
+IDENTITY, JACCARD, CONTAINMENT = "identity", "jaccard", "containment"
+HOLDOUT_FILE = "holdout.json"
+
+
+def shard_name(index: int) -> str:
+    return f"part_{index}.jsonl"
+
+
+def scan_work_file(work_dir: str | Path, sid: str) -> Path:
+    return Path(work_dir) / "scan" / f"{sid}.json"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What removes a training document."""
+
+    threshold: float = 0.8
+    containment: bool = True
+    containment_threshold: float = 0.8
+    containment_min_shingles: int = 25
+    candidates: str = "exact"
+    skip_similarity: bool = False
+    prefer_id_field: bool = False
+    shared_id_space: bool = True
+    minhash: MinHashParams = field(default_factory=MinHashParams)
+
+    @property
+    def min_fraction(self) -> float:
+        """The smallest share of a holdout document's shingles a candidate must hold."""
+        return min(self.threshold, self.containment_threshold) if self.containment \
+            else self.threshold
+
+
+def verify(a: set[str], b: set[str]) -> tuple[float, float] | None:
+    """``(jaccard, containment of b in a)``, or ``None`` (unverifiable: a side has no
+    shingle)."""
+    if not a or not b:
+        return None
+    inter = len(a & b) if len(a) > len(b) else len(b & a)
+    return inter / (len(a) + len(b) - inter), inter / len(b)
+
+
+@dataclass
+class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
+    """Decontaminate one source partition (see the module docstring)."""
+
+    records: RecordSpec
+    shingling: Shingling
+    rules: Rules
+    index_dir: str
+    index_meta: dict[str, Any]
+    work_dir: str
+    output_dir: str
+    removed_dir: str
+    index: dict[str, int]
+    name: str = "scan"
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
+    # -- what every partition shares, loaded once per worker ------------------------
+    def _holdout(self) -> dict[str, Any]:
+        if "holdout" not in self._cache:
+            data = json.loads((Path(self.work_dir) / HOLDOUT_FILE).read_text("utf-8"))
+            data["sets"] = {}
+            self._cache["holdout"] = data
+        return self._cache["holdout"]
+
+    def _index(self) -> HoldoutIndex:
+        if "index" not in self._cache:
+            self._cache["index"] = load_index(Path(self.index_dir), self.index_meta)
+        return self._cache["index"]
+
+    def _holdout_set(self, h: int) -> set[str]:
+        sets = self._holdout()["sets"]
+        if h not in sets:
+            sets[h] = shingle_set(self._holdout()["norms"][h], self.shingling)
+        return sets[h]
+
+    # -- the partition -----------------------------------------------------------------
+    def process(self, task: FileGroupTask) -> FileGroupTask:
+        sid = task.source_id or "part"
+        name = shard_name(self.index[sid])
+        out = Path(self.output_dir) / name
+        rem = Path(self.removed_dir) / name
+        st = _Scan()
+        with atomic_file(out) as kept, atomic_file(rem) as removed:
+            batch: list[tuple[str, int, bytes, dict[str, Any], str]] = []
+            chars = 0
+            for path in task.data:
+                for offset, line, record in iter_records(path, task.byte_range, self.records):
+                    st.counts["read"] += 1
+                    if type(record) is Rejection:
+                        if record.reason == MISSING_ID:
+                            raise CuratorError(
+                                "id_field_missing_or_duplicated",
+                                f"{path} at byte {offset}: a training record has no "
+                                f"{self.records.id_field!r} (id_field is required, unique "
+                                "per split)")
+                        st.counts[f"rejected.{record.reason}"] += 1
+                        continue
+                    doc_id = str(record[self.records.id_field])
+                    batch.append((path, offset, line, record, doc_id))
+                    chars += len(record[self.records.text_field])
+                    if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
+                        self._flush(batch, kept, removed, st)
+                        batch, chars = [], 0
+            self._flush(batch, kept, removed, st)
+        if st.counts["kept"] == 0:
+            out.unlink(missing_ok=True)
+        if st.counts["removed"] == 0:
+            rem.unlink(missing_ok=True)
+        write_atomic(scan_work_file(self.work_dir, sid), json.dumps(st.to_json(), sort_keys=True))
+        for key in ("read", "documents", "kept", "removed"):
+            self.stat_update(key, st.counts[key])
+        return FileGroupTask(data=[str(out)] if st.counts["kept"] else [],
+                             _metadata={"rows": st.counts["kept"], "shard": name})
+
+    def _flush(self, batch: list, kept: Any, removed: Any, st: _Scan) -> None:
+        if not batch:
+            return
+        r = self.rules
+        holdout = self._holdout()
+        keys: dict[str, list[int]] = holdout["keys"]
+        matches: list[dict[int, set[str]]] = [{} for _ in batch]
+        for i, (_, _, _, record, doc_id) in enumerate(batch):
+            text = record[self.records.text_field]
+            field_name, key = identity_key(record, doc_id, text, "train", r.prefer_id_field,
+                                           r.shared_id_space)
+            st.key_fields[field_name] += 1
+            for h in keys.get(key, ()):
+                matches[i].setdefault(h, set()).add(IDENTITY)
+                st.group(key, doc_id, holdout["ids"][h])
+        norms: list[str] = []
+        if not r.skip_similarity:
+            norms = [normalize(rec[self.records.text_field], self.shingling.normalization)
+                     for _, _, _, rec, _ in batch]
+            for i, h in self._candidates(norms):
+                matches[i].setdefault(h, set())
+                st.counts["candidate_pairs"] += 1
+        for i, (path, offset, line, record, doc_id) in enumerate(batch):
+            st.counts["documents"] += 1
+            st.ids.append(doc_id)
+            found = matches[i]
+            if not found:
+                kept.write(line + b"\n")
+                st.counts["kept"] += 1
+                continue
+            mine = shingle_set(norms[i], self.shingling) if norms else set()
+            pairs = []
+            for h in sorted(found):
+                rules = set(found[h])
+                measured = None if r.skip_similarity else verify(mine, self._holdout_set(h))
+                if measured is None:
+                    if not r.skip_similarity:
+                        st.unverifiable(doc_id, holdout["ids"][h])
+                    jac = cont = None
+                else:
+                    jac, cont = measured
+                    if jac >= r.threshold:
+                        rules.add(JACCARD)
+                    if r.containment and cont >= r.containment_threshold and \
+                            len(self._holdout_set(h)) >= r.containment_min_shingles:
+                        rules.add(CONTAINMENT)
+                    if rules - {IDENTITY}:
+                        st.counts["verified_duplicates"] += 1
+                if rules:
+                    pairs.append(_pair(doc_id, holdout["ids"][h], jac, cont, rules,
+                                       measured is not None))
+            if not pairs:
+                kept.write(line + b"\n")
+                st.counts["kept"] += 1
+                continue
+            pairs.sort(key=_strength, reverse=True)
+            best = pairs[0]
+            fired = {rule for p in pairs for rule in p["rules"]}
+            by = "both" if IDENTITY in fired and fired - {IDENTITY} else \
+                ("identity_only" if fired == {IDENTITY} else "similarity_only")
+            st.counts[f"removed_by.{by}"] += 1
+            for rule in fired:
+                st.counts[f"rule.{rule}"] += 1
+            st.counts["removed"] += 1
+            st.removed.append(best)
+            row = {"id": doc_id, "holdout_id": best["holdout_id"], "rule": best["rule"],
+                   "rules": best["rules"], "similarity": best["similarity"],
+                   "containment": best["containment"], "verifiable": best["verifiable"],
+                   "matches": pairs[:10], "input": {"path": path, "offset": offset},
+                   "document": record}
+            removed.write(orjson.dumps(row) + b"\n")
+
+    def _candidates(self, norms: list[str]) -> list[tuple[int, int]]:
+        """``(batch index, holdout doc)`` of every candidate pair of the batch."""
+        index = self._index()
+        hashes, doc = shingle_hashes(norms, self.shingling)
+        if not len(hashes):
+            return []
+        n_h = len(index.sizes)
+        if self.rules.candidates == "minhash":
+            band_keys, present = signatures(hashes, doc, len(norms), self.rules.minhash)
+            docs = np.repeat(np.arange(len(norms)), band_keys.shape[1])
+            flat = band_keys.reshape(-1)
+            keep = np.repeat(present, band_keys.shape[1])
+            which, kidx = index.lookup(flat[keep])
+            rep, hdoc = index.expand(kidx)
+            pairs = np.unique(docs[keep][which][rep].astype(np.int64) * n_h + hdoc)
+            return [(int(p // n_h), int(p % n_h)) for p in pairs]
+        which, kidx = index.lookup(hashes)
+        if not len(which):
+            return []
+        n_k = len(index.keys)
+        dk = np.unique(doc[which].astype(np.int64) * n_k + kidx)  # a repeat counts once
+        rep, hdoc = index.expand(dk % n_k)
+        pairs, shared = np.unique((dk // n_k)[rep] * n_h + hdoc, return_counts=True)
+        ph = pairs % n_h
+        sizes = np.asarray(index.sizes)[ph]
+        ok = (sizes > 0) & (shared >= self.rules.min_fraction * sizes - 1e-9)
+        return [(int(p // n_h), int(p % n_h)) for p in pairs[ok]]
+
+
+def _pair(train_id: str, holdout_id: str, jac: float | None, cont: float | None,
+          rules: set[str], verifiable: bool) -> dict[str, Any]:
+    ordered = [x for x in (IDENTITY, JACCARD, CONTAINMENT) if x in rules]
+    return {"train_id": train_id, "holdout_id": holdout_id, "rule": ordered[0],
+            "rules": ordered, "similarity": None if jac is None else round(jac, 6),
+            "containment": None if cont is None else round(cont, 6),
+            "verifiable": verifiable, "reason": "+".join(ordered)}
+
+
+def _strength(p: dict[str, Any]) -> tuple[float, float, str]:
+    return (p["similarity"] or 0.0, p["containment"] or 0.0, p["holdout_id"])
+
+
+class _Scan:
+    """What one partition found."""
+
+    GROUPS = 50
+    UNVERIFIABLE = 50
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.key_fields: Counter[str] = Counter()
+        self.ids: list[str] = []
+        self.removed: list[dict[str, Any]] = []
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.unverifiable_pairs: list[dict[str, str]] = []
+
+    def group(self, key: str, train_id: str, holdout_id: str) -> None:
+        g = self.groups.setdefault(key, {"key": key, "train_ids": [], "holdout_ids": [],
+                                         "train_documents": 0})
+        g["train_documents"] += 1
+        if len(g["train_ids"]) < 5:
+            g["train_ids"].append(train_id)
+        if holdout_id not in g["holdout_ids"] and len(g["holdout_ids"]) < 5:
+            g["holdout_ids"].append(holdout_id)
+
+    def unverifiable(self, train_id: str, holdout_id: str) -> None:
+        self.counts["unverifiable_pairs"] += 1
+        if len(self.unverifiable_pairs) < self.UNVERIFIABLE:
+            self.unverifiable_pairs.append({"train_id": train_id, "holdout_id": holdout_id})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": dict(self.counts), "key_fields": dict(self.key_fields),
+                "ids": self.ids, "removed": self.removed,
+                "groups": [self.groups[k] for k in sorted(self.groups)],
+                "unverifiable": self.unverifiable_pairs}

@@ -1,0 +1,446 @@
+"""curate decontaminate: remove training documents that overlap a holdout set.
+
+One straight line:
+
+1. refuse what cannot be right before anything is written: no holdout, inputs that
+   match nothing, a holdout whose ids are missing or repeated, identity key spaces that
+   cannot meet (``identity_key_spaces_disjoint``);
+2. in the driver: read the holdout once (its fingerprint and the digest of its bytes
+   taken before), normalise it, build its index (exact shingle index, or MinHash
+   bands) into ``.npy`` files in the work directory;
+3. scan (engine pass, one unit per source partition): each training partition against
+   the index, kept documents into ``part_<i>.jsonl``, removed ones with the proof into
+   ``removed/part_<i>.jsonl``;
+4. after: the training ids unique, the holdout's bytes unchanged (``holdout_modified``,
+   exit 3), then ``decontamination_report.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from curator.config import StepConfig
+from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES
+from curator.corpus.reading import iter_records
+from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
+from curator.decontamination.index import (
+    MinHashParams,
+    banding_recall,
+    build_index,
+    save_index,
+)
+from curator.decontamination.report import REPORT_NAME, SCHEMA_VERSION, build_report, render
+from curator.decontamination.stage import (
+    HOLDOUT_FILE,
+    Rules,
+    ScanStage,
+    scan_work_file,
+    shard_name,
+)
+from curator.decontamination.text import Normalization, Shingling, identity_key, normalize
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.io.partitioning import FilePartitioningStage, resolve_input_files
+from curator.io.writers import write_atomic
+from curator.pipeline import PipelineResult
+from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+
+#: training records read per file by the refusal that compares the key spaces
+KEY_SAMPLE = 200
+
+
+class NormalizationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    nfc: bool = True
+    casefold: bool = True
+    collapse_whitespace: bool = True
+    strip_punctuation: bool = True
+
+
+class MinHashConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 42
+    char_ngrams: int = Field(24, ge=1)
+    num_bands: int = Field(20, ge=1)
+    minhashes_per_band: int = Field(13, ge=1)
+
+
+class ContainmentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    threshold: float = Field(0.8, gt=0, le=1)
+    #: a holdout document shorter than this many shingles is never removed by containment
+    min_shingles: int = Field(25, ge=1)
+
+
+class DecontaminationConfig(StepConfig):
+    """Configuration of ``curate decontaminate`` (the reference's keys and this project's
+    ``candidates``, ``containment``, ``word_ngrams``, ``partition_size``; see
+    docs/decontamination.md)."""
+
+    train_glob: str | list[str]
+    holdout_glob: str | list[str] | None = None
+    #: the flow's name of ``holdout_glob`` (``steps.decontamination.holdout``)
+    holdout: str | list[str] | None = None
+    output_dir: str = "./output/decontaminated"
+    id_field: str | None = None
+    text_field: str = "text"
+    source_field: str | None = None  # passed on to the next step (the corpus view)
+    threshold: float = Field(0.8, gt=0, le=1)
+    shingle_kind: Literal["char", "word"] = "char"
+    word_ngrams: int = Field(8, ge=1)
+    normalization: NormalizationConfig = NormalizationConfig()
+    minhash: MinHashConfig = MinHashConfig()
+    candidates: Literal["exact", "minhash"] = "exact"
+    containment: ContainmentConfig = ContainmentConfig()
+    prefer_id_field: bool = False
+    shared_id_space: bool = True
+    #: accepted for the reference's configs; work files live in <output_dir>/.decontamination-work
+    work_dir: str | None = None
+    skip_similarity: bool = False
+    partition_size: str | int = "64MB"
+
+    @property
+    def holdout_files_spec(self) -> str | list[str] | None:
+        return self.holdout_glob if self.holdout_glob is not None else self.holdout
+
+    def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
+        problems: list[Problem] = []
+        if not self.holdout_files_spec:
+            where = "steps.decontamination.holdout" if flow is not None else "holdout_glob"
+            problems.append(("decontamination_needs_a_holdout",
+                             f"{where} is required: the holdout (evaluation) documents the "
+                             "training corpus is decontaminated against"))
+        if self.holdout_glob is not None and self.holdout is not None \
+                and self.holdout_glob != self.holdout:
+            problems.append(("config_error", "holdout and holdout_glob name different files: "
+                             "set one"))
+        if not self.id_field:
+            problems.append(("id_field_missing_or_duplicated",
+                             "id_field is required (unique per split)"
+                             + (": set corpus.id_field or enable ingest" if flow else "")))
+        return problems
+
+    def shingling(self) -> Shingling:
+        n = self.normalization
+        size = self.word_ngrams if self.shingle_kind == "word" else self.minhash.char_ngrams
+        return Shingling(self.shingle_kind, size,
+                         Normalization(n.nfc, n.casefold, n.collapse_whitespace,
+                                       n.strip_punctuation))
+
+    def rules(self) -> Rules:
+        m = self.minhash
+        return Rules(threshold=self.threshold, containment=self.containment.enabled,
+                     containment_threshold=self.containment.threshold,
+                     containment_min_shingles=self.containment.min_shingles,
+                     candidates=self.candidates, skip_similarity=self.skip_similarity,
+                     prefer_id_field=self.prefer_id_field,
+                     shared_id_space=self.shared_id_space,
+                     minhash=MinHashParams(m.seed, m.num_bands, m.minhashes_per_band))
+
+
+def run_decontamination(
+    config: DecontaminationConfig,
+    executor: Executor | None = None,
+    on_progress: ProgressHook | None = None,
+) -> dict[str, Any]:
+    """Run the decontamination; return ``decontamination_report.json`` (also written)."""
+    return DecontaminationRun(config, executor, on_progress).run()
+
+
+def ids_fingerprint(ids: list[str]) -> str:
+    """The spec's split fingerprint: sha256 over the sorted unique ids, each then ``\\0``."""
+    h = hashlib.sha256()
+    for i in sorted(set(ids)):
+        h.update(i.encode("utf-8", "surrogatepass") + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def files_digest(files: list[str]) -> str:
+    """sha256 over the files' names and bytes, in sorted order (what ``holdout_modified``
+    compares, and what the audit checker recomputes)."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode("utf-8", "surrogatepass") + b"\0")
+        with open(name, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+class DecontaminationRun(StepRun):
+    """One decontamination run (:class:`~curator.steps.base.StepRun` keeps the order)."""
+
+    key = "decontamination"
+    schema_version = SCHEMA_VERSION
+    config: DecontaminationConfig
+
+    def __init__(self, config: DecontaminationConfig, executor: Executor | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        super().__init__(config, executor, on_progress)
+        self.removed_dir = self.out / "removed"
+        self.report_path = self.out / REPORT_NAME
+        self.files: list[str] = []
+        self.holdout_files: list[str] = []
+        self.holdout: dict[str, Any] = {}
+        self.holdout_split: dict[str, Any] = {}
+        self.holdout_key_fields: dict[str, int] = {}
+        self.scans: list[dict[str, Any]] = []
+        self.shards: list[dict[str, Any]] = []
+        self.train_split: dict[str, Any] = {"documents": 0, "fingerprint": None}
+        self.warnings: list[dict[str, str]] = []
+
+    # -- the straight line -------------------------------------------------------------
+    def refuse(self) -> None:
+        cfg = self.config
+        self.files = self._resolve(cfg.train_glob, "train_glob")
+        self.holdout_files = self._resolve(cfg.holdout_files_spec, "holdout_glob")
+        overlap = set(self.files) & set(self.holdout_files)
+        if overlap:
+            raise CuratorError("config_error", f"train_glob and holdout_glob both match "
+                               f"{sorted(overlap)[:3]}")
+        self._read_holdout()
+        self._check_key_spaces()
+        self.partitions = FilePartitioningStage(file_paths=self.files,
+                                                blocksize=cfg.partition_size)
+
+    def execute(self) -> None:
+        cfg = self.config
+        shingling = cfg.shingling()
+        index = build_index(cfg.candidates, shingling, self.holdout["norms"], cfg.rules().minhash)
+        index_dir = self.work / "index"
+        save_index(index, index_dir)
+        write_atomic(self.work / HOLDOUT_FILE, json.dumps(
+            {"ids": self.holdout["ids"], "norms": self.holdout["norms"],
+             "keys": self.holdout["keys"]}, sort_keys=True, ensure_ascii=False))
+        sids = partition_ids(self.partitions)
+        self.removed_dir.mkdir(parents=True, exist_ok=True)
+        stage = ScanStage(
+            records=RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
+                               require_id=True),
+            shingling=shingling, rules=cfg.rules(), index_dir=str(index_dir),
+            index_meta=index.meta, work_dir=str(self.work), output_dir=str(self.out),
+            removed_dir=str(self.removed_dir), index={sid: i for i, sid in enumerate(sids)})
+        self.phase("scan", self.partitions, stage)
+        self.scans = [json.loads(scan_work_file(self.work, sid).read_text("utf-8"))
+                      for sid in sids]
+        ids = [i for s in self.scans for i in s["ids"]]
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dups = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+            raise CuratorError("id_field_missing_or_duplicated",
+                               f"{len(dups)} training ids occur more than once "
+                               f"({dups[:3]}): id_field {cfg.id_field!r} must be unique")
+        self.train_split = {"documents": len(ids), "fingerprint": ids_fingerprint(ids)}
+        self.shards = [s for s in (self._shard(i) for i in range(len(sids))) if s is not None]
+        after = files_digest(self.holdout_files)
+        self.holdout_split["content_digest_after"] = after
+        if after != self.holdout_split["content_digest"]:
+            self.holdout_split["modified"] = True
+            raise CuratorError("holdout_modified",
+                               f"the holdout files changed during the run "
+                               f"({self.holdout_split['content_digest']} before, {after} "
+                               "after): the holdout is read-only")
+        unverifiable = sum(int(s["counts"].get("unverifiable_pairs", 0)) for s in self.scans)
+        if unverifiable:
+            self.warnings.append({"id": "unverifiable_pairs", "message":
+                                  f"{unverifiable} pairs matched by identity could not be "
+                                  "verified: a document is shorter than one shingle"})
+
+    def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
+        try:
+            return super().phase(name, partitions, stage)
+        except CuratorError as exc:
+            cause = exc.__cause__
+            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
+                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
+            raise
+
+    def output_dirs(self) -> list[Path]:
+        return [self.out, self.removed_dir]
+
+    def clear_outputs(self) -> None:
+        for p in self.out.glob("part_*.jsonl"):
+            p.unlink()
+        shutil.rmtree(self.removed_dir, ignore_errors=True)
+        self.report_path.unlink(missing_ok=True)
+
+    # -- refusals ----------------------------------------------------------------------
+    def _resolve(self, spec: Any, key: str) -> list[str]:
+        found = resolve_input_files(spec, JSONL_EXTENSIONS) if spec else []
+        found = [f for f in found if not Path(f).resolve().is_relative_to(self.out)
+                 and not f.lower().endswith(PARQUET_NAMES)]
+        if not found:
+            raise CuratorError(f"{key}_no_matches", f"{key} {spec!r} matches no JSONL files")
+        return found
+
+    def _spec(self) -> RecordSpec:
+        return RecordSpec(text_field=self.config.text_field, id_field=self.config.id_field,
+                          require_id=True)
+
+    def _read_holdout(self) -> None:
+        cfg = self.config
+        ids: list[str] = []
+        norms: list[str] = []
+        keys: dict[str, list[int]] = {}
+        fields: dict[str, int] = {}
+        skipped: dict[str, int] = {}
+        n = cfg.shingling().normalization
+        for path in self.holdout_files:
+            for offset, _, record in iter_records(path, None, self._spec()):
+                if type(record) is Rejection:
+                    if record.reason == MISSING_ID:
+                        raise CuratorError("id_field_missing_or_duplicated",
+                                           f"{path} at byte {offset}: a holdout record has "
+                                           f"no {cfg.id_field!r}")
+                    skipped[record.reason] = skipped.get(record.reason, 0) + 1
+                    continue
+                doc_id = str(record[cfg.id_field])
+                text = record[cfg.text_field]
+                field, key = identity_key(record, doc_id, text, "holdout", cfg.prefer_id_field,
+                                          cfg.shared_id_space)
+                fields[field] = fields.get(field, 0) + 1
+                keys.setdefault(key, []).append(len(ids))
+                ids.append(doc_id)
+                norms.append(normalize(text, n) if not cfg.skip_similarity else "")
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dups = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+            raise CuratorError("id_field_missing_or_duplicated",
+                               f"{len(dups)} holdout ids occur more than once ({dups[:3]})")
+        if not ids:
+            raise CuratorError("holdout_empty", f"holdout_glob {cfg.holdout_files_spec!r} "
+                               "holds no documents")
+        self.holdout = {"ids": ids, "norms": norms, "keys": keys}
+        self.holdout_key_fields = dict(sorted(fields.items()))
+        self.holdout_split = {
+            "documents": len(ids), "fingerprint": ids_fingerprint(ids),
+            "content_digest": files_digest(self.holdout_files),
+            "unparsable_lines": skipped.get("unparsable_line", 0),
+            "skipped_non_mapping": skipped.get("not_an_object", 0),
+            "skipped_missing_text": sum(skipped.get(r, 0) for r in
+                                        ("missing_text", "text_not_a_string", "empty_text")),
+            "modified": False,
+        }
+
+    def _check_key_spaces(self) -> None:
+        """Refuse when no training key field can meet a holdout key field (read from the
+        first records of each training file)."""
+        cfg = self.config
+        fields: set[str] = set()
+        for path in self.files:
+            for n, (_, _, record) in enumerate(iter_records(path, None, self._spec())):
+                if n >= KEY_SAMPLE:
+                    break
+                if type(record) is Rejection:
+                    continue
+                fields.add(identity_key(record, str(record[cfg.id_field]),
+                                        record[cfg.text_field], "train", cfg.prefer_id_field,
+                                        cfg.shared_id_space)[0])
+        if fields and not fields & set(self.holdout_key_fields):
+            raise CuratorError(
+                "identity_key_spaces_disjoint",
+                f"the training documents are keyed by {sorted(fields)}, the holdout's by "
+                f"{sorted(self.holdout_key_fields)}: no identity can match (give both splits "
+                "the same URL or id field, set prefer_id_field, or shared_id_space: true)")
+
+    # -- artifacts ---------------------------------------------------------------------
+    def _shard(self, index: int) -> dict[str, Any] | None:
+        path = self.out / shard_name(index)
+        if not path.is_file():
+            return None
+        h = hashlib.sha256()
+        rows = 0
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+                rows += chunk.count(b"\n")
+        return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}
+
+    def params(self) -> dict[str, Any]:
+        cfg = self.config
+        s = cfg.shingling()
+        m = cfg.minhash
+        params: dict[str, Any] = {
+            "threshold": cfg.threshold, "shingle_kind": s.kind, "shingle_size": s.size,
+            "normalization": cfg.normalization.model_dump(), "minhash": m.model_dump(),
+            "candidates": cfg.candidates, "containment": cfg.containment.model_dump(),
+            "prefer_id_field": cfg.prefer_id_field, "shared_id_space": cfg.shared_id_space,
+            "skip_similarity": cfg.skip_similarity,
+        }
+        if cfg.candidates == "minhash":
+            params["expected_recall"] = round(banding_recall(cfg.threshold, m.num_bands,
+                                                             m.minhashes_per_band), 6)
+        return params
+
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        cfg = self.config
+        scans = self.scans
+        if not self.completed and not scans:  # what the completed partitions left
+            found = sorted((self.work / "scan").glob("*.json")) if self.work.is_dir() else []
+            scans = [json.loads(p.read_text("utf-8")) for p in found]
+        shards = self.shards if self.completed else [
+            s for s in (self._shard(int(p.stem[5:])) for p in sorted(self.out.glob("part_*.jsonl"))
+                        if p.stem[5:].isdigit()) if s is not None]
+        paths = {"train_glob": cfg.train_glob, "train_files": self.files,
+                 "holdout_glob": cfg.holdout_files_spec, "holdout_files": self.holdout_files,
+                 "output_dir": str(self.out), "removed_dir": str(self.removed_dir),
+                 "id_field": cfg.id_field, "text_field": cfg.text_field}
+        report = build_report(
+            params=self.params(), splits={"train": self.train_split,
+                                          "holdout": self.holdout_split},
+            scans=scans, holdout_key_fields=self.holdout_key_fields, paths=paths,
+            producer=self.producer(), completed=self.completed, error=self.error_block(),
+            shards=shards, warnings=self.warnings)
+        return [(self.report_path, report)]
+
+
+def _derive(flow: FlowContext) -> dict[str, Any]:
+    return flow.reads.keys("train_glob")
+
+
+def _produces(config: dict[str, Any]) -> CorpusView:
+    return CorpusView(glob=f"{config['output_dir']}/part_*.jsonl",
+                      text_field=config.get("text_field", "text"),
+                      id_field=config.get("id_field"), source_field=config.get("source_field"))
+
+
+def _depends_on(config: dict[str, Any]) -> list[str]:
+    spec = config.get("holdout_glob") or config.get("holdout")
+    try:
+        return resolve_input_files(spec, JSONL_EXTENSIONS) if spec else []
+    except CuratorError:
+        return []
+
+
+SPEC = StepSpec(
+    key="decontamination",
+    help="Remove training documents that overlap a holdout set (identity, Jaccard, "
+         "containment), with the proof of each removal.",
+    config=DecontaminationConfig,
+    run=run_decontamination,
+    phases=(Phase("scan", "decontaminate", "scan.documents"),),
+    output_subdir="decontaminated",
+    completion_name=lambda cfg: REPORT_NAME,
+    input_key="train_glob",
+    derive=_derive,
+    render=render,
+    produces=_produces,
+    depends_on=_depends_on,
+    artifacts={"decontaminated": ""},
+    command="decontaminate",
+)
+
+__all__ = ["SPEC", "DecontaminationConfig", "files_digest", "ids_fingerprint",
+           "run_decontamination"]

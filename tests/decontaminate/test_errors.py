@@ -1,0 +1,146 @@
+"""Every refusal and error id, and the holdout-modified check (exit 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from curator.config import validate_config
+from curator.decontamination.index import load_index
+from curator.errors import CuratorError
+from curator.flow.plan import load_flow_config, plan_flow
+from curator.steps.base import StepRun
+from tests.decontaminate.conftest import write_jsonl
+
+TEXT = "the quick brown fox jumps over the lazy dog while the cat sleeps on the mat " * 3
+
+
+def rows(prefix: str, n: int, **more: Any) -> list[dict[str, Any]]:
+    return [{"id": f"{prefix}{i}", "text": f"{i} {TEXT}", **more} for i in range(n)]
+
+
+def refused(decon, tmp_path: Path, train, holdout, **keys: Any) -> CuratorError:
+    with pytest.raises(CuratorError) as info:
+        decon(train, holdout, **keys)
+    assert info.value.exit_code == 2
+    assert not (tmp_path / "out").exists(), "a refusal writes nothing"
+    return info.value
+
+
+def test_no_holdout(tmp_path: Path) -> None:
+    from curator.steps.decontamination import DecontaminationConfig, run_decontamination
+
+    write_jsonl(tmp_path / "t.jsonl", rows("t", 2))
+    with pytest.raises(CuratorError) as info:
+        run_decontamination(DecontaminationConfig(train_glob=str(tmp_path / "t.jsonl"),
+                                                  output_dir=str(tmp_path / "out"),
+                                                  id_field="id"))
+    assert info.value.error_id == "decontamination_needs_a_holdout"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_flow_without_a_holdout_is_refused_at_preflight(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "raw" / "t.jsonl", rows("t", 2))
+    config = load_flow_config({"corpus": {"input": str(tmp_path / "raw"), "id_field": "id"},
+                               "output_root": str(tmp_path / "root"),
+                               "steps": {"decontamination": {"enabled": True}}})
+    problems = plan_flow(config).problems
+    assert "decontamination_needs_a_holdout" in {p[0] for p in problems}
+    config = load_flow_config({"corpus": {"input": str(tmp_path / "raw"), "id_field": "id"},
+                               "output_root": str(tmp_path / "root"),
+                               "steps": {"decontamination": {
+                                   "enabled": True, "holdout": str(tmp_path / "raw")}}})
+    step = next(s for s in plan_flow(config).steps if s.key == "decontamination")
+    assert step.config["train_glob"] == str(tmp_path / "raw")
+    assert step.config["id_field"] == "id"
+
+
+def test_inputs_that_match_nothing(decon, tmp_path: Path) -> None:
+    err = refused(decon, tmp_path, rows("t", 2), rows("h", 2),
+                  train_glob=str(tmp_path / "none" / "*.jsonl"))
+    assert err.error_id == "train_glob_no_matches"
+    err = refused(decon, tmp_path, rows("t", 2), rows("h", 2),
+                  holdout_glob=str(tmp_path / "none" / "*.jsonl"))
+    assert err.error_id == "holdout_glob_no_matches"
+
+
+def test_an_empty_holdout(decon, tmp_path: Path) -> None:
+    err = refused(decon, tmp_path, rows("t", 2), [{"id": "h", "text": "  "}])
+    assert err.error_id == "holdout_empty"
+
+
+def test_ids_missing_or_duplicated(decon, tmp_path: Path) -> None:
+    assert refused(decon, tmp_path, rows("t", 2), rows("h", 2),
+                   id_field=None).error_id == "id_field_missing_or_duplicated"
+    assert refused(decon, tmp_path, rows("t", 2), [{"text": TEXT}]
+                   ).error_id == "id_field_missing_or_duplicated"
+    assert refused(decon, tmp_path, rows("t", 2), rows("h", 2) + rows("h", 1)
+                   ).error_id == "id_field_missing_or_duplicated"
+
+
+def test_training_ids_missing_or_duplicated_fail_the_run(decon, tmp_path: Path) -> None:
+    for train in (rows("t", 3) + rows("t", 1), [*rows("t", 2), {"text": TEXT}]):
+        with pytest.raises(CuratorError) as info:
+            decon(train, rows("h", 2))
+        assert info.value.error_id == "id_field_missing_or_duplicated"
+        report = json.loads((tmp_path / "out" / "decontamination_report.json").read_text())
+        assert report["error"]["error_id"] == "id_field_missing_or_duplicated"
+        assert "completed_at" not in report["producer"]
+
+
+def test_disjoint_key_spaces(decon, tmp_path: Path) -> None:
+    err = refused(decon, tmp_path, rows("t", 2, url="https://a.example/x"), rows("h", 2))
+    assert err.error_id == "identity_key_spaces_disjoint"
+    err = refused(decon, tmp_path, rows("t", 2), rows("h", 2), shared_id_space=False)
+    assert err.error_id == "identity_key_spaces_disjoint"
+
+
+def test_config_values_are_checked() -> None:
+    from curator.steps.decontamination import DecontaminationConfig
+
+    for bad in ({"threshold": 0}, {"threshold": 1.5}, {"shingle_kind": "byte"},
+                {"candidates": "gpu"}, {"minhash": {"bands": 3}}):
+        with pytest.raises(CuratorError) as info:
+            validate_config(DecontaminationConfig, {"train_glob": "x", **bad})
+        assert info.value.exit_code == 2
+
+
+def test_an_index_built_with_other_shingles_is_refused(decon, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Path] = []
+    original = StepRun.phase
+
+    def phase(self: StepRun, *args: Any, **kwargs: Any) -> Any:
+        seen.append(self.work / "index")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(StepRun, "phase", phase)
+    with monkeypatch.context() as m:
+        m.setattr("curator.steps.base.StepRun.cleanup", lambda self: None)
+        decon(rows("t", 3), rows("h", 2))
+    with pytest.raises(CuratorError) as info:
+        load_index(seen[0], {"shingling": {"kind": "char", "size": 13}})
+    assert info.value.error_id == "shingling_mismatch"
+
+
+def test_a_holdout_modified_during_the_run(decon, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    original = StepRun.phase
+
+    def phase(self: StepRun, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        with open(tmp_path / "holdout" / "h.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"id": "late", "text": TEXT}) + "\n")
+        return result
+
+    monkeypatch.setattr(StepRun, "phase", phase)
+    with pytest.raises(CuratorError) as info:
+        decon(rows("t", 3), rows("h", 2))
+    assert info.value.error_id == "holdout_modified"
+    assert info.value.exit_code == 3
+    report = json.loads((tmp_path / "out" / "decontamination_report.json").read_text())
+    assert report["splits"]["holdout"]["modified"] is True
+    assert report["error"]["error_id"] == "holdout_modified"
