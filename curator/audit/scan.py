@@ -2,35 +2,58 @@
 file) is one unit, read once, and what the checks need is written to the work dir.
 
 A unit's result (``<work>/scan/<digest of the path>.json``, atomically) holds the file's
-size and sha256 (of the bytes on disk), its rows (non-blank lines), the first fault
-with its byte offset, per-source counts, and, when asked for, the multiset of its
-documents' ids and of its containment keys; a rejected file adds the gate
-(``removed_by``) or reason (``failed``) of each line. The driver merges the units'
-results from disk (:func:`load_scans`), so a resumed run reads what finished units
-wrote.
+size and sha256 (of the bytes on disk; only for the files whose digest a check reads,
+the target shards), its rows (non-blank lines), the first fault with its byte offset,
+per-source counts, and, when asked for, the multiset of its documents' ids and of its
+containment keys; a rejected file adds the gate (``removed_by``) or reason (``failed``)
+of each line. The driver merges the units' results from disk (:func:`load_scans`), so a
+resumed run reads what finished units wrote.
 
 Faults (only the first per file, with the byte offset of the line):
 ``truncated final record`` (the file does not end in a newline), ``unparsable record``
 (not JSON, or not UTF-8), ``non-object record``, ``not readable`` (an I/O or
-decompression error; offset 0). Lines are read with the corpus kernel
-(:mod:`curator.corpus.reading`); records are classified with its rules
+decompression error; offset 0). Lines are split as the corpus kernel splits them
+(:mod:`curator.corpus.reading`: on ``\\n`` only, a leading UTF-8 BOM skipped, blank
+lines not rows); records are classified with its rules
 (:func:`curator.corpus.records.classify_record`).
+
+**How it is fast** (docs/benchmarks.md section 5). Lines are parsed with orjson, the
+same parser as always, so what is a record, a fault or a rejection cannot change; but
+in batches of :data:`BATCH_LINES` lines: a batch whose lines all parse to objects is
+parsed by one ``map`` (the per-line path with offsets runs only for a batch holding a
+bad line), and what the checks need is taken from the batch's records column by column
+(sources, ids, texts), with the exact per-record rules only for the records that are
+not plain (a non-string id or source, a record that is not a document). The corpus
+fingerprint is the profile's definition (:mod:`curator.corpus.fingerprint`) summed per
+batch. Containment keys (:func:`row_keys`) hash a batch's comparison values with
+polars.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+import polars as pl
 
-from curator.corpus.fingerprint import RowDigest, fingerprint_key, text_digest
-from curator.corpus.reading import read_bytes, split_lines
-from curator.corpus.records import RecordSpec, Rejection, classify_record, id_of, source_of
+from curator.corpus.fingerprint import MOD, RowDigest
+from curator.corpus.formats import is_compressed
+from curator.corpus.reading import UTF8_BOM, read_bytes
+from curator.corpus.records import (
+    MISSING_SOURCE,
+    RecordSpec,
+    Rejection,
+    classify_record,
+    source_of,
+)
+from curator.errors import CuratorError
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -41,6 +64,15 @@ NON_OBJECT = "non-object record"
 NOT_READABLE = "not readable"
 NOT_A_FILE = "not a file"
 
+#: lines parsed and summarised at a time (bounds the parsed records held in memory)
+BATCH_LINES = 8192
+#: how containment keys are made (recorded in each scan: keys of two schemes never meet)
+KEY_SCHEME = f"polars {pl.__version__} struct hash seeds 0+1 | sha256 canonical json"
+#: the characters orjson escapes in a string (checked against orjson in the tests): an
+#: id without them is ``'"' + id + '"'`` in canonical JSON
+_JSON_ESCAPED = re.compile('["\\\\\x00-\x1f]')
+_ABSENT = object()
+
 
 def id_key(value: Any) -> str:
     """An id as a multiset key: its canonical JSON (``"a"`` and ``1`` stay apart)."""
@@ -48,14 +80,79 @@ def id_key(value: Any) -> str:
 
 
 def row_key(record: dict[str, Any], fields: tuple[str, ...]) -> str | None:
-    """The containment key: sha256 of the canonical JSON array of ``fields``' values
-    (``None`` when the record lacks one of them)."""
-    try:
-        values = [record[f] for f in fields]
-    except KeyError:
-        return None
-    # orjson writes the canonical form: compact, UTF-8 unescaped, keys sorted
-    return hashlib.sha256(orjson.dumps(values, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    """The containment key of one record, by the exact (per-record) rule: see
+    :func:`row_keys`, which gives the same key for a batch (``None`` when the record
+    lacks one of ``fields``)."""
+    acc = _Keys(fields)
+    acc.add([record])
+    return None if acc.missing else next(iter(acc.result()))
+
+
+def row_keys(records: Sequence[dict[str, Any]], fields: tuple[str, ...]
+             ) -> tuple[Counter[str], int]:
+    """The multiset of the records' containment keys, and how many records lack a field.
+
+    A record whose comparison values are all strings (an id and a text) is keyed by two
+    64-bit polars hashes (seeds 0 and 1) of the struct of its values, as
+    ``"<h0>:<h1>"``: 128 bits, vectorised. Any other record is keyed by the sha256 of
+    the canonical JSON array of its values (compact, keys sorted, UTF-8 unescaped,
+    written with orjson; 64 hex digits, so the two kinds never meet). Keys are compared
+    within one run only, never persisted beyond its work dir: polars' hash is stable
+    within one polars version (each scan records :data:`KEY_SCHEME`, and
+    :func:`load_scans` refuses to mix two). Two different rows share a key with
+    probability about 2**-128 per pair: a collision could only hide a missing row.
+    """
+    acc = _Keys(fields)
+    acc.add(records)
+    return Counter(acc.result()), acc.missing
+
+
+def _only(values: list[Any], kind: type) -> bool:
+    """Every value is exactly of type ``kind`` (C-speed; True when there are none)."""
+    return set(map(type, values)) <= {kind}
+
+
+class _Keys:
+    """A multiset of containment keys (:func:`row_keys`), added a batch at a time."""
+
+    def __init__(self, fields: tuple[str, ...]) -> None:
+        self.fields = fields
+        self.hashes: list[pl.DataFrame] = []  # (h0, h1) of the all-string rows
+        self.other: Counter[str] = Counter()  # sha256 keys of the other rows
+        self.missing = 0  # rows lacking a field
+
+    def add(self, records: Sequence[dict[str, Any]]) -> None:
+        cols = [[r.get(f, _ABSENT) for r in records] for f in self.fields]
+        if all(_only(col, str) for col in cols):
+            self._hash(cols)
+            return
+        plain: list[list[str]] = [[] for _ in self.fields]
+        for row in zip(*cols, strict=True):
+            if any(v is _ABSENT for v in row):
+                self.missing += 1
+            elif all(type(v) is str for v in row):
+                for col, v in zip(plain, row, strict=True):
+                    col.append(v)
+            else:
+                self.other[hashlib.sha256(orjson.dumps(
+                    list(row), option=orjson.OPT_SORT_KEYS)).hexdigest()] += 1
+        self._hash(plain)
+
+    def _hash(self, cols: list[list[str]]) -> None:
+        if not cols or not cols[0]:
+            return
+        frame = pl.DataFrame({f"c{i}": col for i, col in enumerate(cols)},
+                             schema={f"c{i}": pl.String for i in range(len(cols))})
+        row = pl.struct(pl.all())
+        self.hashes.append(frame.select(h0=row.hash(0), h1=row.hash(1)))
+
+    def result(self) -> dict[str, int]:
+        out = dict(self.other)
+        if self.hashes:
+            counts = (pl.concat(self.hashes).group_by("h0", "h1").len()
+                      .select(k=pl.format("{}:{}", "h0", "h1"), n="len"))
+            out.update(zip(counts["k"].to_list(), counts["n"].to_list(), strict=True))
+        return out
 
 
 @dataclass
@@ -79,38 +176,93 @@ class FileScan:
     failed: dict[str, int] = field(default_factory=dict)  # a rejected file's reasons
     #: the corpus fingerprint's partial sum of its documents (the profile's definition)
     fingerprint: dict[str, Any] | None = None
+    key_scheme: str | None = None  # how `keys` were made (KEY_SCHEME), when there are any
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The fields, the small maps' keys sorted (the large multisets are not: their
+        order is never read)."""
+        out = dict(self.__dict__)
+        for name in ("fault", "per_source", "rejections", "removed_by", "failed"):
+            if out[name] is not None:
+                out[name] = dict(sorted(out[name].items()))
+        return out
 
 
 def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
               comparison_fields: tuple[str, ...] = (), rejected: bool = False,
-              fingerprint: bool = False) -> FileScan:
-    """Read one file once (see the module docstring)."""
+              fingerprint: bool = False, digest: bool = True, exact: bool = False
+              ) -> FileScan:
+    """Read one file once (see the module docstring). ``digest``: compute the sha256 of
+    its bytes (a target shard's; no check reads another file's). ``exact``: parse line
+    by line with offsets even where a whole batch parses (the tests compare the two)."""
     scan = FileScan(path=path)
     if not os.path.isfile(path):
         scan.fault = {"kind": NOT_A_FILE, "offset": 0}
         return scan
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-                scan.bytes += len(chunk)
-        scan.sha256 = "sha256:" + h.hexdigest()
-        data = read_bytes(path)
+        data = _read(path, scan, digest)
     except (OSError, EOFError, ValueError) as exc:
         scan.fault = {"kind": NOT_READABLE, "offset": 0, "detail": f"{type(exc).__name__}: {exc}"}
         return scan
     if data and not data.endswith(b"\n"):
         scan.fault = {"kind": TRUNCATED, "offset": data.rfind(b"\n") + 1}
-    sources: Counter[str] = Counter()
-    ids: Counter[str] = Counter()
-    keys: Counter[str] = Counter()
-    digest = RowDigest() if fingerprint else None
-    for offset, line in split_lines(data):
-        scan.rows += 1
+    start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+    lines = (data[start:] if start else data).split(b"\n")
+    del data
+    acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint)
+    pos = start  # the byte offset of the batch's first line
+    for i in range(0, len(lines), BATCH_LINES):
+        batch = lines[i:i + BATCH_LINES]
+        records = _parse(scan, batch, pos, exact)
+        pos += sum(map(len, batch)) + len(batch)
+        if acc is None:
+            for obj in records:
+                _rejected_line(scan, obj)
+        else:
+            acc.add(records)
+    if acc is not None:
+        acc.finish()
+    return scan
+
+
+def _read(path: str, scan: FileScan, digest: bool) -> bytes:
+    """The file's lines' bytes; its size and (with ``digest``) sha256 go to ``scan``."""
+    if is_compressed(path):  # the digest is of the compressed bytes on disk
+        h = hashlib.sha256() if digest else None
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                if h is not None:
+                    h.update(chunk)
+                scan.bytes += len(chunk)
+        if h is not None:
+            scan.sha256 = "sha256:" + h.hexdigest()
+        return read_bytes(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    scan.bytes = len(data)
+    if digest:
+        scan.sha256 = "sha256:" + hashlib.sha256(data).hexdigest()
+    return data
+
+
+def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool) -> list[dict[str, Any]]:
+    """The objects of a batch of lines (``pos``: the first line's offset); its rows
+    counted and its bad lines recorded (:func:`_bad`)."""
+    lines = list(filter(bytes.strip, batch))  # the non-blank ones
+    scan.rows += len(lines)
+    if not exact:
+        try:
+            objs = list(map(orjson.loads, lines))
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if _only(objs, dict):
+                return objs
+    objs = []
+    for line in batch:
+        offset, pos = pos, pos + len(line) + 1
+        if not line.strip():
+            continue
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -119,30 +271,114 @@ def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
         if not isinstance(obj, dict):
             _bad(scan, NON_OBJECT, offset, "not_an_object")
             continue
-        if rejected:
-            _rejected_line(scan, obj)
-            continue
-        sources[source_of(obj, spec.source_field)] += 1
-        if comparison_fields:
-            key = row_key(obj, comparison_fields)
-            if key is None:
-                scan.missing_keys += 1
-            else:
-                keys[key] += 1
-        record = classify_record(obj, spec)
-        if type(record) is Rejection:
-            scan.rejections[record.reason] = scan.rejections.get(record.reason, 0) + 1
-            continue
-        scan.documents += 1
-        if digest is not None:
-            digest.add(fingerprint_key(id_of(record, spec), text_digest(record[spec.text_field])))
-        if want_ids:
-            ids[id_key(obj.get(spec.id_field) if spec.id_field else None)] += 1
-    scan.per_source = dict(sorted(sources.items()))
-    scan.ids, scan.keys = dict(ids), dict(keys)
-    if digest is not None:
-        scan.fingerprint = digest.to_json()
-    return scan
+        objs.append(obj)
+    return objs
+
+
+def _count(values: list[Any]) -> Counter[Any] | None:
+    """``Counter(values)``, or None when a value cannot be hashed (a list, an object)."""
+    try:
+        return Counter(values)
+    except TypeError:
+        return None
+
+
+class _Summary:
+    """What the checks need of a file's records, added a batch at a time."""
+
+    def __init__(self, scan: FileScan, spec: RecordSpec, want_ids: bool,
+                 fields: tuple[str, ...], fingerprint: bool) -> None:
+        self.scan, self.spec, self.want_ids = scan, spec, want_ids
+        self.sources: Counter[str] = Counter()
+        self.rejections: Counter[str] = Counter()
+        self.id_values: list[Any] = []  # the documents' ids, as parsed
+        self.keys = _Keys(fields) if fields else None
+        self.digest = RowDigest() if fingerprint else None
+
+    def add(self, objs: list[dict[str, Any]]) -> None:
+        if not objs:
+            return
+        spec = self.spec
+        self._sources(objs)
+        if self.keys is not None:
+            self.keys.add(objs)
+        texts = [obj.get(spec.text_field) for obj in objs]
+        if not spec.require_id and _only(texts, str) and all(texts) \
+                and not any(map(str.isspace, texts)):
+            docs = objs  # every record a document (classify_record's checks, by column)
+        else:  # the kernel's rule, record by record
+            docs, kept = [], []
+            for obj, text in zip(objs, texts, strict=True):
+                record = classify_record(obj, spec)
+                if type(record) is Rejection:
+                    self.rejections[record.reason] += 1
+                else:
+                    docs.append(obj)
+                    kept.append(text)
+            texts = kept
+        self.scan.documents += len(docs)
+        if not docs:
+            return
+        if self.digest is not None:
+            self._fingerprint(docs, texts)
+        if self.want_ids:
+            idf = spec.id_field
+            self.id_values += [doc.get(idf) for doc in docs] if idf else [None] * len(docs)
+
+    def _sources(self, objs: list[dict[str, Any]]) -> None:
+        sf = self.spec.source_field
+        if sf is None:
+            self.sources[MISSING_SOURCE] += len(objs)
+            return
+        counts = _count([obj.get(sf) for obj in objs])
+        if counts is not None and all(v is None or type(v) is str for v in counts):
+            for v, n in counts.items():  # (1, 1.0 and True would merge: str(v) differs)
+                self.sources[MISSING_SOURCE if v is None else v] += n
+        else:
+            self.sources.update(source_of(obj, sf) for obj in objs)
+
+    def _ids(self) -> dict[str, int]:
+        """The documents' ids as :func:`id_key` strings, counted. A string id that orjson
+        writes without escapes is ``'"' + id + '"'``."""
+        counts = _count(self.id_values)
+        if counts is not None and _only(list(counts), str) \
+                and not _JSON_ESCAPED.search("".join(counts)):
+            return {'"' + v + '"': n for v, n in counts.items()}
+        return dict(Counter(map(id_key, self.id_values)))
+
+    def _fingerprint(self, docs: list[dict[str, Any]], texts: list[str]) -> None:
+        """:class:`curator.corpus.fingerprint.RowDigest`'s sum over the documents:
+        ``sha256(f"{id}\\0{sha256hex(text)}")`` (``sha256hex(text)`` without an id)."""
+        idf = self.spec.id_field
+        sha, from_bytes = hashlib.sha256, int.from_bytes
+        total = 0
+        if idf is None:
+            for text in texts:
+                key = sha(text.encode("utf-8", "surrogatepass")).hexdigest()
+                total += from_bytes(sha(key.encode()).digest(), "big")
+        else:
+            for doc, text in zip(docs, texts, strict=True):
+                key = sha(text.encode("utf-8", "surrogatepass")).hexdigest()
+                doc_id = doc.get(idf)
+                if doc_id is not None:
+                    key = f"{doc_id!s}\0{key}"
+                total += from_bytes(sha(key.encode("utf-8", "surrogatepass")).digest(), "big")
+        assert self.digest is not None
+        self.digest.count += len(docs)
+        self.digest.total = (self.digest.total + total) % MOD
+
+    def finish(self) -> None:
+        scan = self.scan
+        scan.per_source = dict(sorted(self.sources.items()))
+        for reason, n in self.rejections.items():
+            scan.rejections[reason] = scan.rejections.get(reason, 0) + n
+        if self.want_ids:
+            scan.ids = self._ids()
+        if self.keys is not None:
+            scan.keys, scan.key_scheme = self.keys.result(), KEY_SCHEME
+            scan.missing_keys = self.keys.missing
+        if self.digest is not None:
+            scan.fingerprint = self.digest.to_json()
 
 
 def _bad(scan: FileScan, kind: str, offset: int, reason: str) -> None:
@@ -182,6 +418,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     keyed: frozenset[str]  # files whose containment keys are wanted (target, reference)
     rejected: frozenset[str]  # files in the filter's rejected dir
     fingerprinted: frozenset[str] = frozenset()  # files whose corpus fingerprint is wanted
+    #: files whose sha256 a check reads (the target shards); None: every file
+    digested: frozenset[str] | None = None
     name: str = "scan"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -190,9 +428,9 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             scan = scan_file(path, self.spec, want_ids=self.want_ids,
                              comparison_fields=self.comparison_fields if path in self.keyed
                              else (), rejected=path in self.rejected,
-                             fingerprint=path in self.fingerprinted)
-            write_atomic(scan_path(self.work_dir, path),
-                         orjson.dumps(scan.to_json(), option=orjson.OPT_SORT_KEYS))
+                             fingerprint=path in self.fingerprinted,
+                             digest=self.digested is None or path in self.digested)
+            write_atomic(scan_path(self.work_dir, path), orjson.dumps(scan.to_json()))
             rows += scan.rows
         self.stat_update("rows", rows)
         self.stat_update("files", len(task.data))
@@ -200,9 +438,16 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
 
 
 def load_scans(work_dir: str | Path, paths: list[str]) -> dict[str, FileScan]:
-    """Every file's scan, from the units' results on disk."""
+    """Every file's scan, from the units' results on disk. Containment keys made two
+    ways (a run resumed after a polars upgrade) are refused: their keys never meet."""
     out: dict[str, FileScan] = {}
     for path in paths:
         data = orjson.loads(scan_path(work_dir, path).read_bytes())
         out[path] = FileScan(**data)
+    # a scan written before schemes were recorded has keys and no scheme
+    schemes = {str(s.key_scheme) for s in out.values() if s.keys or s.key_scheme}
+    if len(schemes) > 1:
+        raise CuratorError("audit_scan_mixed",
+                           f"the scans in {work_dir} made containment keys in {len(schemes)} "
+                           f"ways ({sorted(schemes)}): rerun the audit without its checkpoint")
     return out

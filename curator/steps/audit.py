@@ -248,7 +248,8 @@ class AuditRun(StepRun):
                             source_field=source_field),
             want_ids=id_field is not None, comparison_fields=tuple(cfg.comparison_fields),
             keyed=keyed, rejected=frozenset(self.rejected),
-            fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset())
+            fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset(),
+            digested=frozenset(self.target))  # only the target's sha256 is checked
         if not self.files():  # output_root with only later steps' artifacts
             return
         partitions = FilePartitioningStage(file_paths=self.files(), files_per_partition=1,
