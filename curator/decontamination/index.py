@@ -63,6 +63,7 @@ def signatures(hashes: np.ndarray, doc: np.ndarray, n_docs: int, mh: MinHashPara
     if not len(hashes):
         return keys, present
     a, b = mh.coefficients()
+    hashes = _mix(hashes.copy())  # the shingle hashes' low bits are weak
     starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
     docs = doc[starts]
     sig = np.empty((len(docs), bands * rows), dtype=np.uint64)
@@ -95,7 +96,7 @@ class HoldoutIndex:
 
     def maybe(self, hashes: np.ndarray) -> np.ndarray:
         """A mask of the hashes that may be keys (no false negatives)."""
-        slot = hashes & np.uint64(self.bitmap_bits - 1)
+        slot = _slot(hashes, self.bitmap_bits)
         byte = self.bitmap[(slot >> np.uint64(3)).astype(np.int64)]
         return ((byte >> (slot & np.uint64(7)).astype(np.uint8)) & 1).astype(bool)
 
@@ -120,36 +121,50 @@ class HoldoutIndex:
         return rep, self.postings[pos.astype(np.int64)]
 
 
+def _slot(hashes: np.ndarray, bits: int) -> np.ndarray:
+    """A hash's bit in the bitmap: its high bits (the polynomial's strong ones)."""
+    return hashes >> np.uint64(64 - (bits.bit_length() - 1))
+
+
 def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashParams
                 ) -> HoldoutIndex:
     """The index of the holdout's normalised texts (document ``i`` is ``norms[i]``)."""
     from curator.decontamination.text import shingle_hashes
 
     hashes, doc = shingle_hashes(norms, shingling)
-    pairs = np.unique(np.stack([doc.astype(np.uint64), hashes], axis=1), axis=0) \
-        if len(hashes) else np.empty((0, 2), np.uint64)
-    sizes = np.bincount(pairs[:, 0].astype(np.int64), minlength=len(norms)).astype(np.int64)
+    # (hash, doc) sorted by hash then doc, each pair once: a document's shingle once
+    order = np.lexsort((doc, hashes))
+    h_sorted, d_sorted = hashes[order], doc[order]
+    first_of_pair = np.ones(len(order), dtype=bool)
+    first_of_pair[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
+    h_sorted, d_sorted = h_sorted[first_of_pair], d_sorted[first_of_pair]
+    sizes = np.bincount(d_sorted, minlength=len(norms)).astype(np.int64)
     if kind == "minhash":
         band_keys, present = signatures(hashes, doc, len(norms), mh)
         docs = np.repeat(np.arange(len(norms)), mh.num_bands)[np.repeat(present, mh.num_bands)]
         flat = band_keys[present].reshape(-1)
-        key_doc = np.stack([flat, docs.astype(np.uint64)], axis=1)
-    else:
-        key_doc = pairs[:, ::-1]
-    order = np.lexsort((key_doc[:, 1], key_doc[:, 0])) if len(key_doc) else np.empty(0, int)
-    key_doc = key_doc[order]
-    keys, first = np.unique(key_doc[:, 0], return_index=True) if len(key_doc) else \
-        (np.empty(0, np.uint64), np.empty(0, np.int64))
+        order = np.lexsort((docs, flat))
+        h_sorted, d_sorted = flat[order], docs[order]
+        first_of_pair = np.ones(len(order), dtype=bool)
+        first_of_pair[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
+        h_sorted, d_sorted = h_sorted[first_of_pair], d_sorted[first_of_pair]
+    starts = np.flatnonzero(np.r_[True, h_sorted[1:] != h_sorted[:-1]]) if len(h_sorted) \
+        else np.empty(0, np.int64)
+    keys = h_sorted[starts]
+    first = starts
+    key_doc = d_sorted
     offsets = np.concatenate((first, [len(key_doc)])).astype(np.int64)
-    postings = key_doc[:, 1].astype(np.int64)
+    postings = key_doc.astype(np.int64)
     bits = 1 << 20
     while bits < 32 * len(keys) and bits < (1 << 31):
         bits <<= 1
     bitmap = np.zeros(bits // 8, dtype=np.uint8)
     if len(keys):
-        slot = keys & np.uint64(bits - 1)
-        np.bitwise_or.at(bitmap, (slot >> np.uint64(3)).astype(np.int64),
-                         (np.uint8(1) << (slot & np.uint64(7)).astype(np.uint8)))
+        slot = _slot(keys, bits)  # sorted, as the keys are (their high bits)
+        byte = (slot >> np.uint64(3)).astype(np.int64)
+        bit = np.left_shift(np.uint8(1), (slot & np.uint64(7)).astype(np.uint8))
+        at = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
+        bitmap[byte[at]] = np.bitwise_or.reduceat(bit, at)
     meta = {"kind": kind, "shingling": shingling.describe(), "documents": len(norms),
             "keys": len(keys)}
     if kind == "minhash":

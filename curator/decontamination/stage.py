@@ -24,10 +24,12 @@ from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
 from curator.decontamination.text import (
     Shingling,
+    char_units,
     identity_key,
-    normalize,
+    normalize_many,
     shingle_hashes,
     shingle_set,
+    window_hashes,
 )
 from curator.errors import CuratorError
 from curator.io.writers import atomic_file, write_atomic
@@ -36,7 +38,7 @@ from curator.tasks import FileGroupTask
 
 #: documents (or characters) per vectorised batch
 BATCH_DOCS = 2048
-BATCH_CHARS = 4_000_000
+BATCH_CHARS = 1_000_000
 #: the rules, in the order a removal names them
 IDENTITY, JACCARD, CONTAINMENT = "identity", "jaccard", "containment"
 HOLDOUT_FILE = "holdout.json"
@@ -176,8 +178,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                 st.group(key, doc_id, holdout["ids"][h])
         norms: list[str] = []
         if not r.skip_similarity:
-            norms = [normalize(rec[self.records.text_field], self.shingling.normalization)
-                     for _, _, _, rec, _ in batch]
+            norms = normalize_many([rec[self.records.text_field] for _, _, _, rec, _ in batch],
+                                   self.shingling.normalization)
             for i, h in self._candidates(norms):
                 matches[i].setdefault(h, set())
                 st.counts["candidate_pairs"] += 1
@@ -234,10 +236,20 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     def _candidates(self, norms: list[str]) -> list[tuple[int, int]]:
         """``(batch index, holdout doc)`` of every candidate pair of the batch."""
         index = self._index()
+        n_h = len(index.sizes)
+        if self.rules.candidates == "exact" and self.shingling.kind == "char":
+            # every window of the batch, across documents too: most go at the bitmap,
+            # the few that are keys are then kept only when inside one document
+            k = self.shingling.size
+            units, lengths = char_units(norms)
+            which, kidx = index.lookup(window_hashes(units, k))
+            starts = np.cumsum(lengths) - lengths
+            doc = np.searchsorted(starts, which, side="right") - 1
+            inside = which + k <= starts[doc] + lengths[doc]
+            return self._count(index, doc[inside], kidx[inside])
         hashes, doc = shingle_hashes(norms, self.shingling)
         if not len(hashes):
             return []
-        n_h = len(index.sizes)
         if self.rules.candidates == "minhash":
             band_keys, present = signatures(hashes, doc, len(norms), self.rules.minhash)
             docs = np.repeat(np.arange(len(norms)), band_keys.shape[1])
@@ -248,10 +260,16 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             pairs = np.unique(docs[keep][which][rep].astype(np.int64) * n_h + hdoc)
             return [(int(p // n_h), int(p % n_h)) for p in pairs]
         which, kidx = index.lookup(hashes)
-        if not len(which):
+        return self._count(index, doc[which], kidx)
+
+    def _count(self, index: HoldoutIndex, doc: np.ndarray, kidx: np.ndarray
+               ) -> list[tuple[int, int]]:
+        """The pairs whose shared shingles (``doc`` holds key ``kidx``) could meet a rule."""
+        if not len(doc):
             return []
+        n_h = len(index.sizes)
         n_k = len(index.keys)
-        dk = np.unique(doc[which].astype(np.int64) * n_k + kidx)  # a repeat counts once
+        dk = np.unique(doc.astype(np.int64) * n_k + kidx)  # a repeat counts once
         rep, hdoc = index.expand(dk % n_k)
         pairs, shared = np.unique((dk // n_k)[rep] * n_h + hdoc, return_counts=True)
         ph = pairs % n_h

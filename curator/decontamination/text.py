@@ -59,46 +59,128 @@ class Shingling:
                                   "strip_punctuation": n.strip_punctuation}}
 
 
-def _ranges(codes: list[int]) -> str:
-    parts: list[str] = []
-    start = prev = codes[0]
-    for c in codes[1:]:
-        if c == prev + 1:
-            prev = c
-            continue
-        parts.append(_span(start, prev))
-        start = prev = c
-    parts.append(_span(start, prev))
-    return "".join(parts)
+_WS = re.compile(r"\s+")
+_SPACE = 32
 
 
-def _span(a: int, b: int) -> str:
-    return re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+class _Tables:
+    """``keep`` (a letter, number, mark or ZWNJ/ZWJ, not ``_``) and ``space``
+    (``str.isspace``) per code point, filled in for the code points met so far (asking
+    ``unicodedata`` for all 1.1M at start-up takes seconds in every worker)."""
+
+    def __init__(self) -> None:
+        size = sys.maxunicode + 1
+        self.known = np.zeros(size, dtype=bool)
+        self.keep = np.zeros(size, dtype=bool)
+        self.space = np.zeros(size, dtype=bool)
+        self.learn(np.arange(128, dtype=np.uint32))
+
+    def learn(self, codes: np.ndarray) -> None:
+        for c in codes.tolist():
+            ch = chr(c)
+            self.keep[c] = (ch.isalnum() or unicodedata.category(ch)[0] == "M"
+                            or c in (0x200C, 0x200D)) and ch != "_"
+            self.space[c] = ch.isspace()
+        self.known[codes] = True
+
+    def ready(self, units: np.ndarray) -> _Tables:
+        unknown = units[~self.known[units]]
+        if len(unknown):
+            self.learn(np.unique(unknown))
+        return self
 
 
 @lru_cache(maxsize=1)
-def _punct() -> re.Pattern[str]:
-    """Runs of characters that are not letters, numbers, marks or ZWNJ/ZWJ (``\\w`` is
-    letters, numbers and ``_``; marks are added, ``_`` is removed)."""
-    marks = [c for c in range(sys.maxunicode + 1)
-             if unicodedata.category(chr(c)).startswith("M")]
-    keep = _ranges([*marks, 0x200C, 0x200D])
-    return re.compile(rf"(?:[^\w{keep}]|_)+")
+def _tables() -> _Tables:
+    return _Tables()
 
 
-_WS = re.compile(r"\s+")
+def _prepare(text: str, n: Normalization) -> str:
+    if text.isascii():  # NFC already; casefold is lower()
+        return text.lower() if n.casefold else text
+    if n.nfc and not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return text.casefold() if n.casefold else text
+
+
+def normalize_batch(texts: list[str], n: Normalization) -> tuple[np.ndarray, np.ndarray]:
+    """``(units, lengths)``: the normalised texts of a batch as one array of code points
+    (uint32, documents back to back) and each one's length. NFC and casefold run per
+    text (``lower()`` for ASCII, which is the same), the rest on the array."""
+    prepared = [_prepare(t, n) for t in texts]
+    lengths = np.fromiter((len(t) for t in prepared), dtype=np.int64, count=len(texts))
+    units = np.frombuffer("".join(prepared).encode("utf-32-le", "surrogatepass"),
+                          dtype=np.uint32)
+    if not len(units):
+        return units.copy(), lengths
+    tables = _tables().ready(units)
+    if n.strip_punctuation:
+        ws = ~tables.keep[units]
+        units = np.where(ws, np.uint32(_SPACE), units)
+    else:
+        ws = tables.space[units]
+        units = units.copy()
+    if not n.collapse_whitespace:
+        return units, lengths
+    units[ws] = _SPACE
+    total = len(units)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    ends = starts + lengths
+    doc = np.repeat(np.arange(len(texts)), lengths)
+    prev_ws = np.empty(total, dtype=bool)
+    prev_ws[0] = True
+    prev_ws[1:] = ws[:-1]
+    prev_ws[starts[lengths > 0]] = True  # leading whitespace goes
+    pos = np.arange(total, dtype=np.int64)
+    nxt = np.minimum.accumulate(np.where(ws, total, pos)[::-1])[::-1]  # next non-space
+    keep = ~ws | (~prev_ws & (nxt < ends[doc]))  # one space per run, none at the end
+    return units[keep], np.bincount(doc[keep], minlength=len(texts)).astype(np.int64)
+
+
+def decode(units: np.ndarray) -> str:
+    return np.ascontiguousarray(units, dtype=np.uint32).tobytes().decode(
+        "utf-32-le", "surrogatepass")
+
+
+#: ASCII bytes: letters and digits kept, everything else (``_`` too) a space
+_ASCII = bytes(c if chr(c).isalnum() and c < 128 else _SPACE for c in range(256))
+
+
+def _ascii_fast(text: str, n: Normalization) -> bool:
+    # without strip_punctuation, str.isspace's \x1c-\x1f are not bytes.split's whitespace
+    return text.isascii() and (n.strip_punctuation or not n.collapse_whitespace)
+
+
+def _normalize_ascii(text: str, n: Normalization) -> str:
+    b = text.encode("ascii")
+    if n.casefold:
+        b = b.lower()
+    if n.strip_punctuation:
+        b = b.translate(_ASCII)
+    if n.collapse_whitespace:
+        b = b" ".join(b.split())
+    return b.decode("ascii")
 
 
 def normalize(text: str, n: Normalization) -> str:
-    if n.nfc:
-        text = unicodedata.normalize("NFC", text)
-    if n.casefold:
-        text = text.casefold()
-    if n.strip_punctuation:
-        text = _punct().sub(" ", text)
-    if n.collapse_whitespace:
-        text = _WS.sub(" ", text).strip()
-    return text
+    """NFC, casefold, non-alphanumerics to spaces, whitespace collapsed (the switches in
+    ``n``); ASCII texts on bytes, others with :func:`normalize_batch` (tested equal)."""
+    if _ascii_fast(text, n):
+        return _normalize_ascii(text, n)
+    units, _ = normalize_batch([text], n)
+    return decode(units)
+
+
+def normalize_many(texts: list[str], n: Normalization) -> list[str]:
+    """:func:`normalize` of every text; the non-ASCII ones in one vectorised batch."""
+    out = [_normalize_ascii(t, n) if _ascii_fast(t, n) else None for t in texts]
+    rest = [i for i, t in enumerate(out) if t is None]
+    if rest:
+        units, lengths = normalize_batch([texts[i] for i in rest], n)
+        ends = np.cumsum(lengths)
+        for i, end, length in zip(rest, ends, lengths, strict=True):
+            out[i] = decode(units[end - length:end])
+    return out  # type: ignore[return-value]
 
 
 def _words(text: str) -> list[str]:
@@ -124,14 +206,33 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h
 
 
+def _pow(x: int, e: int) -> np.uint64:
+    return np.uint64(pow(x, e, 1 << 64))
+
+
 def _rolling(units: np.ndarray, k: int) -> np.ndarray:
-    """The hash of every window of ``k`` units (uint64 array in, uint64 array out)."""
+    """The hash of every window of ``k`` units (uint64 in, uint64 out): the polynomial
+    ``sum(u[i+t] * P**(k-1-t))`` mod 2**64, built by doubling (windows of 1, 2, 4, ...
+    units, combined along the bits of ``k``: about a dozen array passes, not ``2k``),
+    not mixed: its low bits are weak, so users take the high bits (the index's bitmap)
+    or mix it first (MinHash)."""
+    p = int(_P)
+    levels = {1: units}
+    size = 1
+    while 2 * size <= k:
+        h = levels[size]
+        levels[2 * size] = h[:-size] * _pow(p, size) + h[size:]
+        size *= 2
     m = len(units) - k + 1
-    h = units[:m].copy()
-    for j in range(1, k):
-        h *= _P
-        h += units[j:j + m]
-    return _mix(h)
+    acc: np.ndarray | None = None
+    off = 0
+    for size in sorted(levels, reverse=True):
+        if k & size:
+            part = levels[size][off:off + m]
+            acc = part.copy() if acc is None else acc * _pow(p, size) + part
+            off += size
+    assert acc is not None
+    return acc
 
 
 def _word_units(words: list[str]) -> np.ndarray:
@@ -140,33 +241,47 @@ def _word_units(words: list[str]) -> np.ndarray:
                         for w in words), dtype=np.uint64, count=len(words))
 
 
-def shingle_hashes(norms: list[str], s: Shingling) -> tuple[np.ndarray, np.ndarray]:
-    """``(hashes, doc)``: the hash of every shingle of every document of a batch (in
-    document order, repeats kept) and the batch index of its document."""
-    k = s.size
-    if s.kind == "word":
-        per_doc = [_words(t) for t in norms]
-        lengths = np.fromiter((len(w) for w in per_doc), dtype=np.int64, count=len(norms))
-        flat = [w for ws in per_doc for w in ws]
-        units = _word_units(flat)
-        sep = 0
-    else:
-        lengths = np.fromiter((len(t) for t in norms), dtype=np.int64, count=len(norms))
-        joined = "".join(norms)
-        units = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"),
-                              dtype=np.uint32).astype(np.uint64)
-        sep = 0
-    del sep
+def unit_hashes(units: np.ndarray, lengths: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(hashes, doc)``: the hash of every window of ``k`` units that lies inside one
+    document (documents back to back in ``units``), and its document's batch index."""
     counts = np.maximum(lengths - k + 1, 0)
     total = int(counts.sum())
     if total == 0:
         return np.empty(0, np.uint64), np.empty(0, np.int64)
-    hashes = _rolling(units, k)  # windows across a document boundary are dropped below
+    hashes = _rolling(units.astype(np.uint64), k)  # windows across documents dropped below
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    doc = np.repeat(np.arange(len(norms), dtype=np.int64), counts)
+    doc = np.repeat(np.arange(len(lengths), dtype=np.int64), counts)
     first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    pos = np.arange(total, dtype=np.int64) - np.repeat(first, counts) + np.repeat(starts, counts)
+    pos = np.arange(total, dtype=np.int64) + np.repeat(starts - first, counts)
     return hashes[pos], doc
+
+
+def window_hashes(units: np.ndarray, k: int) -> np.ndarray:
+    """The hash of every window of ``k`` units of ``units`` (windows that cross documents
+    included: callers drop them), ``len(units) - k + 1`` of them."""
+    if len(units) < k:
+        return np.empty(0, np.uint64)
+    return _rolling(units.astype(np.uint64), k)
+
+
+def char_units(norms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(units, lengths)`` of normalised texts, back to back."""
+    lengths = np.fromiter((len(t) for t in norms), dtype=np.int64, count=len(norms))
+    return np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"),
+                         dtype=np.uint32), lengths
+
+
+def shingle_hashes(norms: list[str], s: Shingling) -> tuple[np.ndarray, np.ndarray]:
+    """``(hashes, doc)`` of normalised texts: every shingle's hash (in document order,
+    repeats kept) and the batch index of its document."""
+    if s.kind == "word":
+        per_doc = [_words(t) for t in norms]
+        lengths = np.fromiter((len(w) for w in per_doc), dtype=np.int64, count=len(norms))
+        units = _word_units([w for ws in per_doc for w in ws])
+    else:
+        units, lengths = char_units(norms)
+    return unit_hashes(units, lengths, s.size)
 
 
 # -- identity keys ---------------------------------------------------------------------

@@ -43,7 +43,12 @@ from curator.decontamination.stage import (
     scan_work_file,
     shard_name,
 )
-from curator.decontamination.text import Normalization, Shingling, identity_key, normalize
+from curator.decontamination.text import (
+    Normalization,
+    Shingling,
+    identity_key,
+    normalize_many,
+)
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
@@ -292,7 +297,7 @@ class DecontaminationRun(StepRun):
     def _read_holdout(self) -> None:
         cfg = self.config
         ids: list[str] = []
-        norms: list[str] = []
+        texts: list[str] = []
         keys: dict[str, list[int]] = {}
         fields: dict[str, int] = {}
         skipped: dict[str, int] = {}
@@ -313,7 +318,7 @@ class DecontaminationRun(StepRun):
                 fields[field] = fields.get(field, 0) + 1
                 keys.setdefault(key, []).append(len(ids))
                 ids.append(doc_id)
-                norms.append(normalize(text, n) if not cfg.skip_similarity else "")
+                texts.append(text if not cfg.skip_similarity else "")
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
             dups = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
@@ -322,7 +327,7 @@ class DecontaminationRun(StepRun):
         if not ids:
             raise CuratorError("holdout_empty", f"holdout_glob {cfg.holdout_files_spec!r} "
                                "holds no documents")
-        self.holdout = {"ids": ids, "norms": norms, "keys": keys}
+        self.holdout = {"ids": ids, "norms": normalize_many(texts, n), "keys": keys}
         self.holdout_key_fields = dict(sorted(fields.items()))
         self.holdout_split = {
             "documents": len(ids), "fingerprint": ids_fingerprint(ids),

@@ -13,8 +13,9 @@ from tests.decontaminate.brute import pairs
 from tests.decontaminate.conftest import kept_ids, removed_rows
 from tests.steps._worlds import decontamination_world
 
-WORDS = ("river stone apple cloud engine garden silver market window harbor lantern "
-         "meadow copper violin desert forest candle bridge ocean pepper").split()
+WORDS = ["river", "stone", "apple", "cloud", "engine", "garden", "silver", "market",
+         "window", "harbor", "lantern", "meadow", "copper", "violin", "desert", "forest",
+         "candle", "bridge", "ocean", "pepper"]
 
 
 def prose(rng: random.Random, n: int) -> str:
