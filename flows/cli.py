@@ -71,13 +71,19 @@ def _step_command(spec: StepSpec) -> Callable[..., None]:
     """``curate <step> --config FILE [--set key=value ...]`` for one registered step."""
 
     def command(config: StepConfigOpt = None, set_: SetOpt = None) -> None:
-        from flows.steps import STEP_FLOWS
+        from flows.direct import run_step, use_prefect
         from flows.terminal import progress_bars
 
         _quiet_user_errors()
         try:
+            source = str(config) if config else {}
             with progress_bars([spec]):
-                report = STEP_FLOWS[spec.key](str(config) if config else {}, set_ or [])
+                if use_prefect():
+                    from flows.steps import STEP_FLOWS
+
+                    report = STEP_FLOWS[spec.key](source, set_ or [])
+                else:
+                    report = run_step(spec, source, set_ or [])
         except CuratorError as exc:
             fail(exc)
             return
@@ -99,13 +105,18 @@ def flow_(
     = False,
 ) -> None:
     """Run the enabled steps (and approval) as one flow (docs/flow.md)."""
-    from flows.pipeline_flow import curate_flow
+    from flows.direct import run_flow_direct, use_prefect
     from flows.terminal import progress_bars
 
     _quiet_user_errors()
     try:
         with progress_bars(STEPS):
-            result = curate_flow(str(config), plan=plan)
+            if use_prefect():
+                from flows.pipeline_flow import curate_flow
+
+                result = curate_flow(str(config), plan=plan)
+            else:
+                result = run_flow_direct(str(config), plan=plan)
     except CuratorError as exc:
         fail(exc)
         return

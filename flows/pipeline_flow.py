@@ -11,20 +11,17 @@ evidence are submitted as run input (the Prefect UI shows a form).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import yaml
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 
-from curator.artifacts import write_json_atomic
 from curator.errors import CuratorError
-from curator.flow.plan import StepPlan, load_flow_config, plan_flow
-from curator.flow.run import ApprovalAnswer, run_flow
+from curator.flow.plan import StepPlan
+from curator.flow.run import ApprovalAnswer, run_flow, start_flow
 from flows.steps import STEP_FLOWS
 
 
@@ -35,18 +32,6 @@ class ApprovalInput(RunInput):
     approver: str
     evidence: str
     method: str = "manual"
-
-
-def _load(config: str | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(config, dict):
-        return config
-    try:
-        data = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CuratorError("config_error", f"cannot read flow config {config}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise CuratorError("config_error", f"flow config {config} is not a mapping")
-    return data
 
 
 class _PrefectHooks:
@@ -75,12 +60,7 @@ class _PrefectHooks:
 def curate_flow(config: str | dict[str, Any], plan: bool = False) -> dict[str, Any]:
     """Run the enabled steps in order (``plan=True``: write the plan, run nothing)."""
     logger = get_run_logger()
-    fplan = plan_flow(load_flow_config(_load(config)))
-    fplan.root.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(fplan.root / "flow_plan.json", fplan.to_json(dry_run=plan))
-    for warning in fplan.warnings:
-        logger.warning(warning)
-    fplan.raise_problems()
+    fplan = start_flow(config, plan, logger)
     if plan:
         return fplan.to_json(dry_run=True)
     return run_flow(fplan, _PrefectHooks(), logger)

@@ -3,23 +3,15 @@ any local listeners (the command line's progress bar registers one)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from curator.pipeline import Progress
+from flows.listeners import add_listener, notify
 
-#: ``listener(step, phase, progress)``
-Listener = Callable[[str, str, Progress], None]
-_LISTENERS: list[Listener] = []
-
-
-def add_listener(listener: Listener) -> Callable[[], None]:
-    """Register a progress listener; returns a function that removes it."""
-    _LISTENERS.append(listener)
-    return lambda: _LISTENERS.remove(listener)
+__all__ = ["PhaseProgress", "add_listener"]
 
 
 class PhaseProgress:
@@ -39,8 +31,7 @@ class PhaseProgress:
                 description=f"{self.step} {phase}: source partitions done",
             )
         update_progress_artifact(artifact, progress=100.0 * p.done / max(p.total, 1))
-        for listener in list(_LISTENERS):
-            listener(self.step, phase, p)
+        notify(self.step, phase, p)
 
     def describe(self) -> dict[str, Any]:
         return {phase: str(a) for phase, a in self._artifacts.items()}

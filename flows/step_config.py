@@ -6,7 +6,6 @@ from typing import Any, TypeVar
 
 from curator.config import StepConfig, _deep_merge, load_config, parse_overrides
 from executors import make_executor
-from flows.engine import PrefectTaskExecutor
 
 C = TypeVar("C", bound=StepConfig)
 
@@ -19,7 +18,9 @@ def step_config(model: type[C], config: str | dict[str, Any], overrides: list[st
     return load_config(model, None, _deep_merge(config, parse_overrides(overrides)))
 
 
-def step_executor(cfg: StepConfig) -> PrefectTaskExecutor:
+def step_executor(cfg: StepConfig) -> Any:
     """The configured executor, each partition also a Prefect task run."""
+    from flows.engine import PrefectTaskExecutor
+
     ex = cfg.execution
     return PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))

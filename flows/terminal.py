@@ -15,7 +15,7 @@ from rich.progress import (
 
 from curator.pipeline import Progress as PartitionProgress
 from curator.steps.spec import StepSpec
-from flows.progress import add_listener
+from flows.listeners import add_listener
 
 
 @contextmanager

@@ -165,3 +165,28 @@ class FlowReport:
         self.data["status"] = self.status
         self.data["completed_at"] = utc_now()
         write_json_atomic(self.fplan.root / REPORT_NAME, self.data)
+
+
+def start_flow(config: str | dict[str, Any], plan: bool, logger: Any) -> FlowPlan:
+    """Read the flow config (a YAML path or a mapping, loaded safely), plan it, write
+    ``flow_plan.json``, log its warnings and raise its problems (all at once)."""
+    import yaml
+
+    from curator.flow.plan import load_flow_config, plan_flow
+
+    data: Any = config
+    if not isinstance(config, dict):
+        try:
+            data = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise CuratorError("config_error", f"cannot read flow config {config}: {exc}"
+                               ) from exc
+        if not isinstance(data, dict):
+            raise CuratorError("config_error", f"flow config {config} is not a mapping")
+    fplan = plan_flow(load_flow_config(data))
+    fplan.root.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(fplan.root / "flow_plan.json", fplan.to_json(dry_run=plan))
+    for warning in fplan.warnings:
+        logger.warning(warning)
+    fplan.raise_problems()
+    return fplan

@@ -7,7 +7,7 @@ from dataclasses import replace
 from curator.pipeline import Progress
 from curator.steps.registry import BY_KEY
 from curator.steps.spec import Phase
-from flows.progress import _LISTENERS
+from flows.listeners import _LISTENERS
 from flows.terminal import progress_bars
 
 
