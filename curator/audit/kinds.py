@@ -20,6 +20,7 @@ from pathlib import Path
 
 from curator.audit.checks import Block
 from curator.audit.decontamination import check_decontamination
+from curator.audit.subset import check_subset
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class ArtifactKind:
 #: one entry per audited step kind, in flow order; a step adds its line here
 KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("decontamination", "decontamination_report.json", check_decontamination),
+    ArtifactKind("subset", "subset_report.json", check_subset),
 )
 
 

@@ -25,7 +25,7 @@ from curator.steps.registry import BY_KEY, STEPS
 from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec
 
 #: steps of the reference's flow that this version does not build yet
-PLANNED = ("subset",)
+PLANNED: tuple[str, ...] = ()
 MARKER = ".curate_flow_step.json"
 
 

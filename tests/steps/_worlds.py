@@ -47,6 +47,10 @@ KEYS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # training shards with unique ids and a planted holdout (made by make_world)
     "decontamination": ({"id_field": "id", "partition_size": "64KB"},
                         {"containment": {"enabled": False}}),
+    # the input is ingest's output (unique canonical ids; made by make_world)
+    "subset": ({"id_field": "id", "source_field": "source", "token_budgets": [3000, 12000],
+                "length_bands": [64, 256, 1024], "partition_size": "32KB"},
+               {"seed": 1}),
 }
 
 
@@ -64,7 +68,20 @@ def make_world(key: str, input_key: str, folder: Path) -> World:
     if key == "decontamination":
         train, holdout = decontamination_world(folder / "decontamination")
         return World(train, {**keys, "holdout_glob": str(holdout)}, variant, input_key)
+    if key == "subset":  # tiers of what a real ingest run wrote (ids unique)
+        return World(ingested_world(raw, folder / "ingested"), keys, variant, input_key)
     return World(raw, keys, variant, input_key)
+
+
+def ingested_world(raw: Path, out: Path) -> Path:
+    """The ingest world run on ``raw`` into ``out``: canonical, unique ``id``s."""
+    from curator.steps.ingest import IngestConfig, run_ingest
+
+    if not (out / "ingest_report.json").is_file():
+        keys = copy.deepcopy(KEYS["ingest"][0])
+        run_ingest(IngestConfig(**keys, input=str(raw), output_dir=str(out),
+                                execution={"executor": "inline"}))
+    return out
 
 
 def decontamination_world(folder: Path, files: int = 3, docs: int = 150

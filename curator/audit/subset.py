@@ -1,0 +1,181 @@
+"""The audit's checker of ``subset_report.json`` (curate subset's completion artifact).
+
+Proved from disk, without the subset's own code (``curator.subset`` is not imported):
+
+- every tier's ids are a subset of the next larger tier's (``subset_tiers_do_not_nest``);
+- each tier's units, recomputed from its documents, equal its ``achieved_tokens``
+  (``subset_token_count_mismatch``): whitespace words directly; a tokenizer is loaded
+  with its own library (``tiktoken`` with the ranks ``bpe-openai`` ships, or
+  ``tokenizers`` for a ``tokenizer.json``) only if its vocabulary's sha256 equals the
+  recorded revision; otherwise the counts are not recomputed and the block says so;
+- each stratum's deviation, recomputed from ``plan.json`` (strata's ids, quotas) and the
+  recounted documents, equals the report's ``per_stratum_deviation``
+  (``subset_deviation_mismatch``); every tier document is in a planned stratum
+  (``subset_unplanned_document``); the written count equals ``document_count``
+  (``subset_document_count_mismatch``).
+
+Reads from the report: ``tiers[].output``, ``id_field``, ``text_field``, ``unit``,
+``tokenizer`` and ``plan``.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from curator.audit.checks import EXAMPLES, Block, Finding, finding
+from curator.corpus.reading import iter_lines
+
+Counter_ = Callable[[list[str]], list[int]]
+_BUNDLED = {"cl100k_base", "o200k_base"}
+
+
+def _sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _counter(unit: str, tok: dict[str, Any] | None) -> tuple[Counter_ | None, str]:
+    """A recounting function and how it was obtained (or why there is none)."""
+    if unit == "words" or not tok:
+        return (lambda texts: [len(t.split()) for t in texts]), "whitespace words"
+    name, revision = tok.get("name"), tok.get("revision")
+    try:
+        if name in _BUNDLED:
+            import importlib.resources as resources
+            from unittest import mock
+
+            import tiktoken
+            from tiktoken_ext import openai_public
+
+            data = gzip.decompress(resources.files("bpe_openai").joinpath(
+                f"data/{name}.tiktoken.gz").read_bytes())
+            if _sha(data) != revision:
+                return None, f"the installed {name} ranks are not revision {revision}"
+            ranks = {base64.b64decode(a): int(b)
+                     for a, b in (line.split() for line in data.splitlines() if line)}
+            with mock.patch.object(openai_public, "load_tiktoken_bpe",
+                                   lambda *_a, **_k: ranks):
+                enc = tiktoken.Encoding(**openai_public.ENCODING_CONSTRUCTORS[name]())
+            return (lambda texts: [len(x) for x in enc.encode_ordinary_batch(texts)],
+                    f"tiktoken {name} (recomputed)")
+        path = Path(str(name))
+        if not path.is_file() or _sha(path.read_bytes()) != revision:
+            return None, f"{name} is not here at revision {revision}"
+        from tokenizers import Tokenizer
+
+        tk = Tokenizer.from_file(str(path))
+        return (lambda texts: [len(e.ids) for e in
+                               tk.encode_batch(texts, add_special_tokens=False)],
+                f"tokenizers {path.name} (recomputed)")
+    except (ImportError, OSError, ValueError) as exc:
+        return None, f"tokenizer {name} cannot be loaded here ({type(exc).__name__})"
+
+
+def _tier_docs(output: Path, id_field: str, text_field: str
+               ) -> tuple[list[str], list[str], list[str]]:
+    ids: list[str] = []
+    texts: list[str] = []
+    bad: list[str] = []
+    for shard in sorted(output.glob("*.jsonl")):
+        for offset, line in iter_lines(str(shard)):
+            try:
+                rec = orjson.loads(line)
+                ids.append(str(rec[id_field]))
+                texts.append(rec[text_field])
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                bad.append(f"{shard.name}@{offset}")
+    return ids, texts, bad
+
+
+def check_subset(report_path: Path) -> Block:
+    """Prove ``subset_report.json`` from the tiers on disk and ``plan.json``."""
+    findings: list[Finding] = []
+    try:
+        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, [finding("subset_report_unreadable", f"{report_path}: {exc}")]
+    if not (report.get("producer") or {}).get("completed_at"):
+        return ({"complete": False}, [finding("subset_incomplete",
+                                              f"{report_path} is not complete")])
+    id_field = report.get("id_field") or "id"
+    text_field = report.get("text_field") or "text"
+    unit = report.get("unit", "words")
+    plan: dict[str, Any] = {}
+    try:
+        plan = json.loads(Path(report["plan"]).read_text(encoding="utf-8"))
+    except (KeyError, OSError, ValueError, TypeError):
+        findings.append(finding("subset_plan_unreadable",
+                                f"plan.json {report.get('plan')!r} cannot be read"))
+    stratum_of = {i: key for key, ids in (plan.get("strata") or {}).items() for i in ids}
+    count, how = _counter(unit, report.get("tokenizer"))
+    tiers_out: list[dict[str, Any]] = []
+    previous: set[str] | None = None
+    previous_budget = None
+    for tier in sorted(report.get("tiers") or [], key=lambda t: t["budget"]):
+        budget = tier["budget"]
+        ids, texts, bad = _tier_docs(Path(tier["output"]), id_field, text_field)
+        for b in bad[:EXAMPLES]:
+            findings.append(finding("subset_unreadable_document",
+                                    f"tier {budget}: {b} is not a record with id and text"))
+        block: dict[str, Any] = {"budget": budget, "documents": len(ids)}
+        if len(ids) != tier.get("document_count"):
+            findings.append(finding("subset_document_count_mismatch",
+                                    f"tier {budget}: {len(ids)} documents on disk, report "
+                                    f"says {tier.get('document_count')}"))
+        here = set(ids)
+        if previous is not None and not previous <= here:
+            missing = sorted(previous - here)
+            findings.append(finding(
+                "subset_tiers_do_not_nest",
+                f"{len(missing)} ids of tier {previous_budget} are not in tier {budget}, "
+                f"e.g. {missing[:EXAMPLES]}", examples=missing[:EXAMPLES]))
+        previous, previous_budget = here, budget
+        unplanned = [i for i in ids if plan and i not in stratum_of]
+        if unplanned:
+            findings.append(finding("subset_unplanned_document",
+                                    f"tier {budget}: {len(unplanned)} ids in no stratum of "
+                                    f"plan.json, e.g. {unplanned[:EXAMPLES]}"))
+        if count is not None:
+            units = count(texts)
+            achieved = sum(units)
+            block["recomputed_tokens"] = achieved
+            if achieved != tier.get("achieved_tokens"):
+                findings.append(finding(
+                    "subset_token_count_mismatch",
+                    f"tier {budget}: {achieved} {unit} recomputed from its documents, the "
+                    f"report says {tier.get('achieved_tokens')}"))
+            quotas = (plan.get("quotas") or {}).get(str(budget))
+            if quotas is not None:
+                taken: dict[str, int] = dict.fromkeys(quotas, 0)
+                for i, n in zip(ids, units, strict=True):
+                    key = stratum_of.get(i)
+                    if key is not None:
+                        taken[key] = taken.get(key, 0) + n
+                deviation = {k: taken.get(k, 0) - q for k, q in quotas.items()}
+                wrong = {k: (v, (tier.get("per_stratum_deviation") or {}).get(k))
+                         for k, v in deviation.items()
+                         if v != (tier.get("per_stratum_deviation") or {}).get(k)}
+                block["deviations_checked"] = len(deviation)
+                if wrong:
+                    first = sorted(wrong.items())[:EXAMPLES]
+                    findings.append(finding(
+                        "subset_deviation_mismatch",
+                        f"tier {budget}: {len(wrong)} strata's deviations recomputed from "
+                        f"plan.json differ from the report's, e.g. {first}"))
+        tiers_out.append(block)
+    block = {"artifact": str(report_path), "unit": unit, "recount": how,
+             "recounted": count is not None, "tiers": tiers_out,
+             "note": None if count is not None else
+             "token counts not recomputed (" + how + "); nesting and plan membership "
+             "checked from plan.json and the shards"}
+    return block, findings
+
+
+__all__ = ["check_subset"]

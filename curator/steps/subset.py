@@ -1,0 +1,408 @@
+"""curate subset: nested training tiers by token budget (spec section 11; docs/subset.md).
+
+One straight line:
+
+1. refuse before anything is read: no id field, budgets or length bands that are not
+   positive and increasing, a tokenizer without its revision (or whose vocabulary is
+   not that revision), an input that matches nothing or only Parquet;
+2. count (engine pass, one unit per source partition): every document's units, from
+   the token cache when its id and text digest are there; ids hashed into the global
+   order; per-partition arrays in the work directory;
+3. plan (in memory, over compact arrays): ids unique, strata, D'Hondt quotas, the
+   prefixes; nesting verified on the plan; ``plan.json`` written before any tier;
+4. write (engine pass): each partition's lines copied into the tiers they belong to,
+   ``budget_<N>_<unit>/part_<i>.jsonl``;
+5. verify: the ids read back from every tier's shards must be the planned ones and
+   nest (``tier_write_mismatch`` removes every tier); ``subset_report.json`` last.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field
+
+from curator.config import StepConfig
+from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_EXTENSIONS, PARQUET_NAMES, SIDECARS
+from curator.corpus.reading import iter_lines
+from curator.corpus.records import RecordSpec
+from curator.errors import CuratorError
+from curator.execution import Executor
+from curator.io.partitioning import FilePartitioningStage, resolve_input_files
+from curator.io.writers import write_atomic
+from curator.pipeline import PipelineResult
+from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+from curator.subset.counting import BUNDLED, TokenizerId, identify
+from curator.subset.planning import Plan, make_plan, verify_nesting
+from curator.subset.report import (
+    PICTURE_NAME,
+    SCHEMA_VERSION,
+    interpretation,
+    plan_json,
+    render,
+    tier_rows,
+    write_picture,
+)
+from curator.subset.stages import (
+    ALL,
+    CountStage,
+    WriteStage,
+    count_file,
+    select_file,
+    shard_name,
+    tier_dir,
+)
+
+REPORT_NAME = "subset_report.json"
+PLAN_NAME = "plan.json"
+DEFAULT_BUDGETS = [100_000_000, 500_000_000, 2_000_000_000]
+DEFAULT_BANDS = [128, 512, 2048, 8192]
+
+
+class SubsetTokenizer(BaseModel):
+    """``{name, revision}``: a bundled vocabulary (``cl100k_base``, ``o200k_base``) or a
+    path to a ``tokenizer.json``; ``revision``: ``sha256:<hex>`` of the vocabulary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    revision: str | None = None
+
+
+class SubsetConfig(StepConfig):
+    """Configuration of ``curate subset`` (the reference's keys; see docs/subset.md)."""
+
+    input_glob: str | list[str]
+    output_dir: str = "./output/subset"
+    id_field: str | None = None
+    text_field: str = "text"
+    source_field: str | None = None
+    token_budgets: list[int] = Field(default_factory=lambda: list(DEFAULT_BUDGETS))
+    tokenizer: SubsetTokenizer | None = None
+    token_cache: str | None = None  # default: <output_dir>/.token_cache (tokenizers only)
+    quality_score_field: str | None = None
+    length_bands: list[int] = Field(default_factory=lambda: list(DEFAULT_BANDS))
+    seed: int = 0
+    partition_size: str | int = "64MB"
+
+    def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
+        problems: list[Problem] = []
+        if not self.id_field:
+            problems.append(("id_field_missing",
+                             "id_field is required: tiers are sets of document ids (in a "
+                             "flow: corpus.id_field, or ingest's canonical id)"))
+        b, bands = self.token_budgets, self.length_bands
+        if not b or any(x <= 0 for x in b) or len(set(b)) != len(b):
+            problems.append(("invalid_budget_or_length_band",
+                             f"token_budgets {b}: give distinct positive integers"))
+        if not bands or any(x <= 0 for x in bands) or \
+                any(y <= x for x, y in itertools.pairwise(bands)):
+            problems.append(("invalid_budget_or_length_band",
+                             f"length_bands {bands}: give strictly increasing positive "
+                             "integers"))
+        if self.tokenizer is not None and not self.tokenizer.revision:
+            problems.append(("tokenizer_revision_missing",
+                             f"tokenizer {self.tokenizer.name!r} needs a revision "
+                             "(sha256 of its vocabulary; the error of a run without one "
+                             "prints it)" if self.tokenizer.name not in BUNDLED else
+                             f"tokenizer {self.tokenizer.name!r} needs a revision: "
+                             f"sha256:{_published(self.tokenizer.name)}"))
+        if flow is not None:
+            self._flow_checks(flow)
+        return problems
+
+    def _flow_checks(self, flow: FlowContext) -> None:
+        decon = flow.upstream.get("decontamination")
+        if decon and not flow.upstream_enabled.get("decontamination"):
+            out = decon.get("output_dir")
+            if out and any(Path(out).glob("*.jsonl")):
+                flow.warnings.append(
+                    f"{out} holds a decontaminated corpus from an earlier run, but "
+                    "decontamination is off: the subset reads the "
+                    f"{'filtered' if flow.upstream_enabled.get('filter') else 'configured'} "
+                    "corpus, not that file")
+
+
+def _published(name: str) -> str:
+    from curator.subset.counting import PUBLISHED_SHA256
+
+    return PUBLISHED_SHA256[name]
+
+
+def run_subset(config: SubsetConfig, executor: Executor | None = None,
+               on_progress: ProgressHook | None = None) -> dict[str, Any]:
+    """Run the subset; return ``subset_report.json`` (also written)."""
+    return SubsetRun(config, executor, on_progress).run()
+
+
+class SubsetRun(StepRun):
+    key = "subset"
+    schema_version = SCHEMA_VERSION
+    config: SubsetConfig
+
+    def __init__(self, config: SubsetConfig, executor: Executor | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        super().__init__(config, executor, on_progress)
+        self.files: list[str] = []
+        self.tok = TokenizerId(None, None)
+        self.budgets = sorted(config.token_budgets)
+        self.stats: dict[str, float] = {}
+        self.plan: Plan | None = None
+        self.written: list[int] = []
+        self.nested = False
+        self.sids: list[str] = []
+        self._sizes: list[int] = []
+
+    @property
+    def unit(self) -> str:
+        return self.tok.unit
+
+    @property
+    def cache_dir(self) -> str | None:
+        if self.tok.name is None:
+            return None
+        return str(Path(self.config.token_cache).resolve() if self.config.token_cache
+                   else self.out / ".token_cache")
+
+    def tier_dirs(self) -> list[str]:
+        return [tier_dir(b, self.unit) for b in self.budgets]
+
+    # -- the straight line -------------------------------------------------------------
+    def refuse(self) -> None:
+        cfg = self.config
+        if cfg.tokenizer is not None:
+            self.tok = identify(cfg.tokenizer.name, cfg.tokenizer.revision)
+        found = resolve_input_files(cfg.input_glob, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
+        found = [f for f in found if not Path(f).resolve().is_relative_to(self.out)
+                 and Path(f).name not in SIDECARS]
+        if not found:
+            raise CuratorError("input_glob_no_matches",
+                               f"input_glob {cfg.input_glob!r} matches no files")
+        self.files = [f for f in found if not f.lower().endswith(PARQUET_NAMES)]
+        if not self.files:
+            raise CuratorError("input_is_not_readable_here",
+                               f"input_glob {cfg.input_glob!r} matches only Parquet files: "
+                               "run curate ingest first")
+        self.partitions = FilePartitioningStage(file_paths=self.files,
+                                                blocksize=cfg.partition_size)
+
+    def clear_outputs(self) -> None:
+        for p in self.out.glob("budget_*"):
+            if p.is_dir():
+                shutil.rmtree(p)
+        for name in (PLAN_NAME, REPORT_NAME, PICTURE_NAME):
+            (self.out / name).unlink(missing_ok=True)
+
+    def config_extra(self) -> dict[str, Any]:
+        return {"tokenizer_identity": self.tok.to_json()}
+
+    def execute(self) -> None:
+        cfg = self.config
+        self.sids = partition_ids(self.partitions)
+        index = {sid: i for i, sid in enumerate(self.sids)}
+        spec = RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
+                          source_field=cfg.source_field, require_id=True)
+        result = self.phase("count", self.partitions, CountStage(
+            records=spec, tokenizer=self.tok, seed=cfg.seed,
+            score_field=cfg.quality_score_field, index=index, work_dir=str(self.work),
+            cache_dir=self.cache_dir))
+        self.stats = dict(result.stats)
+        ids = self._plan()
+        # the plan is verified and on disk before any tier
+        verify_nesting([set(self._planned(t, ids)) for t in range(len(self.budgets))])
+        self._write_selection()
+        result = self.phase("write", self.partitions, WriteStage(
+            tiers=self.tier_dirs(), index=index, work_dir=str(self.work),
+            output_dir=str(self.out)))
+        self.stats.update(result.stats)
+        self._verify_written(ids)
+
+    def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
+        try:
+            return super().phase(name, partitions, stage)
+        except CuratorError as exc:
+            cause = exc.__cause__
+            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
+                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
+            raise
+
+    def _load(self) -> pa.Table:
+        tables = [pq.read_table(count_file(self.work, i)) for i in range(len(self.sids))]
+        return pa.concat_tables(tables) if tables else pa.table({})
+
+    def _plan(self) -> list[str]:
+        cfg = self.config
+        table = self._load()
+        ids = pl.Series("id", table["id"]) if table.num_rows else pl.Series("id", [], pl.String)
+        scores = (table["score"].to_numpy(zero_copy_only=False)
+                  if cfg.quality_score_field else None)
+        self.plan = make_plan(
+            ids, table["hash"].to_numpy(), table["tokens"].to_numpy(),
+            table["source"].to_pylist(), scores, self.budgets, cfg.length_bands, self.unit)
+        id_list = ids.to_list()
+        body = plan_json(self.plan, id_list, seed=cfg.seed, budgets=self.budgets,
+                         bands=cfg.length_bands, score_field=cfg.quality_score_field,
+                         unit=self.unit, tokenizer=self.tok.to_json())
+        write_atomic(self.out / PLAN_NAME, orjson.dumps(
+            body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY))
+        self._sizes = [pq.ParquetFile(count_file(self.work, i)).metadata.num_rows
+                       for i in range(len(self.sids))]
+        return id_list
+
+    def _planned(self, t: int, ids: list[str]) -> list[str]:
+        assert self.plan is not None
+        return [ids[i] for i in self.plan.tier_members(t).tolist()]
+
+    def _write_selection(self) -> None:
+        assert self.plan is not None
+        start = 0
+        for i, n in enumerate(self._sizes):
+            path = select_file(self.work, i)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp.npy")
+            np.save(tmp, self.plan.first_tier[start:start + n], allow_pickle=False)
+            tmp.replace(path)
+            start += n
+
+    def _verify_written(self, ids: list[str]) -> None:
+        """The ids in the tiers' shards are the planned ones, and nest."""
+        field = self.config.id_field
+        written: list[set[str]] = []
+        self.written = []
+        problem = None
+        for t, name in enumerate(self.tier_dirs()):
+            got: list[str] = []
+            for i in range(len(self.sids)):
+                path = self.out / name / shard_name(i)
+                if path.is_file():
+                    got += _written_ids(path, field)
+            planned = set(self._planned(t, ids))
+            self.written.append(len(got))
+            if len(got) != len(planned) or set(got) != planned:
+                problem = (f"tier {name}: {len(got)} documents written, {len(planned)} "
+                           "planned")
+            written.append(set(got))
+        if problem is None:
+            try:
+                verify_nesting(written)
+            except CuratorError as exc:
+                problem = exc.message
+        if problem is not None:
+            for name in self.tier_dirs():
+                shutil.rmtree(self.out / name, ignore_errors=True)
+            raise CuratorError("tier_write_mismatch",
+                               f"{problem}: every tier is removed")
+        self.nested = True
+
+    # -- artifacts ---------------------------------------------------------------------
+    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        cfg, st = self.config, self.stats
+
+        def n(key: str) -> int:
+            return int(st.get(f"count.{key}", 0))
+
+        prefix = "count.unparsable_by_shard."
+        by_shard = {k[len(prefix):]: int(v) for k, v in sorted(st.items())
+                    if k.startswith(prefix)}
+        plan = self.plan
+        strata = {}
+        tiers: list[dict[str, Any]] = []
+        warnings: list[dict[str, Any]] = []
+        if plan is not None:
+            strata = {k: {"documents": d, "tokens": t, "shortest": s} for k, d, t, s in
+                      zip(plan.strata, plan.stratum_docs, plan.stratum_tokens,
+                          plan.stratum_shortest, strict=True)}
+            outputs = [str(self.out / d) for d in self.tier_dirs()]
+            tiers = tier_rows(plan, self.unit, outputs, self.written)
+            warnings = plan.warnings
+        report: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "step_id": self.step_id,
+            "started_at": self.started_at,
+            "config_hash": self.config_hash(),
+            "unit": self.unit,
+            "tokenizer": self.tok.to_json(),
+            "token_cache": {"hits": n("cache_hits"), "misses": n("cache_misses"),
+                            "dir": self.cache_dir},
+            "seed": cfg.seed,
+            "input_glob": cfg.input_glob,
+            "id_field": cfg.id_field, "text_field": cfg.text_field,
+            "source_field": cfg.source_field,
+            "plan": str(self.out / PLAN_NAME),
+            "corpus": {
+                "total_tokens": plan.total_tokens if plan is not None else 0,
+                "files": len(self.files), "documents": n("documents"),
+                "skipped_missing_text": n("skipped_missing_text"),
+                "skipped_missing_id": n("skipped_missing_id"),
+                "unparsable_lines": n("unparsable_lines"),
+                "unparsable_by_shard": by_shard,
+                "source_field_used": cfg.source_field is not None,
+            },
+            "stratification": {"score_field": cfg.quality_score_field,
+                               "length_bands": cfg.length_bands,
+                               "score_cut_points": plan.cut_points if plan else [],
+                               "strata": strata},
+            "tiers": tiers,
+            "nesting_verified": self.nested,
+            "warnings": warnings,
+            "interpretation": interpretation(self.unit),
+            "producer": self.producer(),
+        }
+        if self.completed:
+            report["completed_at"] = report["producer"]["completed_at"]
+            report["picture"] = str(write_picture(report, self.out / PICTURE_NAME))
+        block = self.error_block()
+        if block is not None:
+            report["error"] = block
+        return [(self.out / REPORT_NAME, report)]
+
+
+def _written_ids(path: Path, field: str) -> list[str]:
+    """The ids in a tier shard, as the plan's strings: read by polars when the column is
+    strings or integers (their ``str`` is the same), else line by line."""
+    try:
+        column = pl.read_ndjson(path, infer_schema_length=None).get_column(field)
+    except (pl.exceptions.PolarsError, OSError):
+        column = None
+    if column is not None and (column.dtype == pl.String or column.dtype.is_integer()) \
+            and not column.null_count():
+        return column.cast(pl.String).to_list()
+    return [str(orjson.loads(line)[field]) for _, line in iter_lines(str(path))]
+
+
+def _derive(flow: FlowContext) -> dict[str, Any]:
+    """The corpus the flow hands on: decontaminated when that step is on, else filtered
+    (the corpus view of the last enabled producer), else the raw input."""
+    return flow.reads.keys()
+
+
+def _produces(config: dict[str, Any]) -> CorpusView | None:
+    return None
+
+
+SPEC = StepSpec(
+    key="subset",
+    help="Nested training tiers by token budget, counted offline (words or a tokenizer).",
+    config=SubsetConfig,
+    run=run_subset,
+    phases=(Phase("count", "count tokens", "count.records"),
+            Phase("write", "write tiers", "write.documents")),
+    output_subdir="subset",
+    completion_name=lambda cfg: REPORT_NAME,
+    input_key="input_glob",
+    derive=_derive,
+    render=render,
+    produces=_produces,
+    artifacts={"subset_report": REPORT_NAME, "subset_plan": PLAN_NAME},
+)
+
+__all__ = ["ALL", "SPEC", "SubsetConfig", "run_subset"]

@@ -1,0 +1,1 @@
+"""curate subset: nested training tiers by token budget (see docs/subset.md)."""

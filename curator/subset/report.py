@@ -1,0 +1,155 @@
+"""The subset's artifacts: ``plan.json`` and ``subset_report.json`` (pure building), and
+their rendering for people (markdown, the tier table, one CLI line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from curator.steps.spec import Rendering
+from curator.subset.planning import Plan
+
+SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 1
+
+
+def plan_json(plan: Plan, ids: list[str], *, seed: int, budgets: list[int],
+              bands: list[int], score_field: str | None, unit: str,
+              tokenizer: dict[str, Any] | None) -> dict[str, Any]:
+    """``plan.json`` (spec section 11): the strata's ids in the global order."""
+    members: dict[str, list[str]] = {key: [] for key in plan.strata}
+    for i in plan.order.tolist():
+        members[plan.strata[int(plan.stratum[i])]].append(ids[i])
+    return {
+        "schema_version": PLAN_SCHEMA_VERSION, "seed": seed, "budgets": budgets,
+        "length_bands": bands, "score_field": score_field,
+        "score_cut_points": plan.cut_points, "total_tokens": plan.total_tokens,
+        "stratum_tokens": dict(zip(plan.strata, plan.stratum_tokens, strict=True)),
+        "strata": members,
+        "quotas": {str(t.budget): dict(zip(plan.strata, t.quotas, strict=True))
+                   for t in plan.tiers},
+        "warnings": plan.warnings, "unit": unit, "tokenizer": tokenizer,
+    }
+
+
+def tier_rows(plan: Plan, unit: str, outputs: list[str], written: list[int]
+              ) -> list[dict[str, Any]]:
+    rows = []
+    for t, tier in enumerate(plan.tiers):
+        deviation = {s: took - q for s, took, q in
+                     zip(plan.strata, tier.taken_tokens, tier.quotas, strict=True)}
+        exhausted = [s for s, n, total in zip(plan.strata, tier.taken_docs, plan.stratum_docs,
+                                              strict=True) if n == total]
+        rows.append({
+            "budget": tier.budget, "document_count": tier.document_count,
+            "achieved_tokens": tier.achieved, "token_shortfall": tier.budget - tier.achieved,
+            "per_stratum_deviation": deviation,
+            "per_stratum_tokens": dict(zip(plan.strata, tier.taken_tokens, strict=True)),
+            "documents_refilled": 0, "strata_exhausted": exhausted, "unit": unit,
+            "documents_written": written[t] if t < len(written) else 0,
+            "output": outputs[t],
+        })
+    return rows
+
+
+def interpretation(unit: str) -> str:
+    return (f"Each tier holds whole documents of each stratum (source, length band, score "
+            f"decile) in one fixed pseudo-random order, up to the stratum's D'Hondt share of "
+            f"the budget in {unit}; a stratum stops at the first document that would exceed "
+            "its share, so a tier may fall short of its budget (token_shortfall), and no "
+            "shortfall is made up from another stratum. Every tier contains every smaller "
+            "one.")
+
+
+def _bar(share: float, width: int = 20) -> str:
+    n = round(share * width)
+    return "#" * n + "." * (width - n)
+
+
+def render(report: dict[str, Any]) -> Rendering:
+    tiers = report.get("tiers") or []
+    unit = report.get("unit", "tokens")
+    corpus = report.get("corpus") or {}
+    tok = report.get("tokenizer")
+    who = f"{tok['name']} ({tok['revision'][:19]}...)" if tok else "whitespace words"
+    lines = ["# curate/subset", "",
+             f"- corpus: {corpus.get('documents', 0):,} documents, "
+             f"{corpus.get('total_tokens', 0):,} {unit}; counted with {who}",
+             f"- token cache: {report.get('token_cache')}", "",
+             "## Tiers", "",
+             f"| budget ({unit}) | documents | achieved | shortfall | strata exhausted |",
+             "|---:|---:|---:|---:|---:|"]
+    table = []
+    for t in tiers:
+        lines.append(f"| {t['budget']:,} | {t['document_count']:,} | "
+                     f"{t['achieved_tokens']:,} | {t['token_shortfall']:,} | "
+                     f"{len(t['strata_exhausted'])} |")
+        table.append({"budget": t["budget"], "unit": unit, "documents": t["document_count"],
+                      "achieved": t["achieved_tokens"], "shortfall": t["token_shortfall"],
+                      "strata_exhausted": len(t["strata_exhausted"])})
+    strata = (report.get("stratification") or {}).get("strata") or {}
+    total = sum(s["tokens"] for s in strata.values()) or 1
+    if strata and tiers:
+        lines += ["", "## Per-stratum token shares", "", "| stratum | corpus | "
+                  + " | ".join(f"{t['budget']:,}" for t in tiers) + " |",
+                  "|---|---|" + "---|" * len(tiers)]
+        for key, s in strata.items():
+            cells = [f"`{_bar(s['tokens'] / total)}` {s['tokens'] / total:.1%}"]
+            for t in tiers:
+                got = (t.get("per_stratum_tokens") or {}).get(key, 0)
+                share = got / (t["achieved_tokens"] or 1)
+                cells.append(f"`{_bar(share)}` {share:.1%}")
+            lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    warnings = report.get("warnings") or []
+    lines += ["", "## Warnings", ""]
+    lines += [f"- `{w['id']}`: {w['message']}" for w in warnings] or ["none"]
+    summary = (f"subset: {len(tiers)} tiers ("
+               + ", ".join(f"{t['budget']:,}: {t['document_count']} docs, "
+                           f"{t['achieved_tokens']:,} {unit}" for t in tiers)
+               + f"); nesting verified: {bool(report.get('nesting_verified'))}")
+    return Rendering("\n".join(lines) + "\n", {"tiers": table}, summary)
+
+
+PICTURE_NAME = "tier_shares.png"
+
+
+def write_picture(report: dict[str, Any], path: Path) -> Path | None:
+    """Per-stratum token shares of the corpus and of each tier, as stacked horizontal
+    bars (the ten largest strata, the rest as ``other``); PNG, Agg, no ``Software``
+    metadata, written atomically. ``None`` when there is nothing to draw."""
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    strata = (report.get("stratification") or {}).get("strata") or {}
+    tiers = report.get("tiers") or []
+    if not strata or not tiers:
+        return None
+    top = [k for k, _ in sorted(strata.items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))[:10]]
+    rows = [("corpus", {k: s["tokens"] for k, s in strata.items()})]
+    rows += [(f"{t['budget']:,}", t.get("per_stratum_tokens") or {}) for t in tiers]
+    fig = Figure(figsize=(8, 1.2 + 0.45 * len(rows)), dpi=100)
+    ax = fig.add_subplot()
+    colors = [matplotlib.colormaps["tab20"](i) for i in range(len(top) + 1)]
+    for y, (_, tokens) in enumerate(rows):
+        total = sum(tokens.values()) or 1
+        left = 0.0
+        shares = [tokens.get(k, 0) / total for k in top]
+        shares.append(max(0.0, 1 - sum(shares)))
+        for i, share in enumerate(shares):
+            ax.barh(y, share, left=left, color=colors[i],
+                    label=([*top, "other"])[i] if y == 0 else None)
+            left += share
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(f"share of {report.get('unit', 'tokens')}")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, format="png", metadata={"Software": None})
+    os.replace(tmp, path)
+    return path
