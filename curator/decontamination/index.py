@@ -30,7 +30,8 @@ from curator.errors import CuratorError
 from curator.io.writers import atomic_file, write_atomic
 
 META = "index.json"
-FILES = ("keys", "offsets", "postings", "sizes", "bitmap")
+FILES = ("keys", "offsets", "postings", "sizes", "required", "bitmap", "doc_offsets",
+         "doc_hashes")
 _MASK64 = (1 << 64) - 1
 
 
@@ -80,13 +81,20 @@ def signatures(hashes: np.ndarray, doc: np.ndarray, n_docs: int, mh: MinHashPara
 @dataclass
 class HoldoutIndex:
     """Keys (sorted, unique), CSR postings into holdout documents, and per holdout
-    document its number of unique shingles (``sizes``)."""
+    document its number of unique shingles (``sizes``) and, for ``exact``, its sorted
+    shingle hashes (``doc_offsets``/``doc_hashes``), to count shared shingles exactly."""
+
+    def doc_shingles(self, h: int) -> np.ndarray:
+        return self.doc_hashes[self.doc_offsets[h]:self.doc_offsets[h + 1]]
 
     keys: np.ndarray
     offsets: np.ndarray
     postings: np.ndarray
     sizes: np.ndarray
-    bitmap: np.ndarray  # uint8, one bit per slot of the low key bits
+    required: np.ndarray  # exact: indexed shingles a candidate must share, per holdout doc
+    bitmap: np.ndarray  # uint8, one bit per slot of the keys' high bits
+    doc_offsets: np.ndarray  # exact: CSR of each holdout document's sorted shingle hashes
+    doc_hashes: np.ndarray
     kind: str
     meta: dict[str, Any]
 
@@ -126,35 +134,63 @@ def _slot(hashes: np.ndarray, bits: int) -> np.ndarray:
     return hashes >> np.uint64(64 - (bits.bit_length() - 1))
 
 
-def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashParams
-                ) -> HoldoutIndex:
-    """The index of the holdout's normalised texts (document ``i`` is ``norms[i]``)."""
+def _pairs(hashes: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(hash, doc)`` pairs sorted by hash then doc, each once."""
+    order = np.lexsort((doc, hashes))
+    h, d = hashes[order], doc[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (h[1:] != h[:-1]) | (d[1:] != d[:-1])
+    return h[first], d[first]
+
+
+def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashParams,
+                min_fraction: float = 1.0) -> HoldoutIndex:
+    """The index of the holdout's normalised texts (document ``i`` is ``norms[i]``).
+
+    ``exact`` indexes only each holdout document's *prefix* (prefix filtering, as in
+    exact similarity joins): with ``need = ceil(min_fraction * |S_h|)`` and
+    ``p = |S_h| - need + 1``, its ``L = min(|S_h|, 2p - 1)`` rarest shingles (fewest
+    holdout documents, then hash). A training document that shares at least ``need``
+    of ``S_h`` misses at most ``|S_h| - need`` of them, so it holds at least
+    ``required = L - (|S_h| - need)`` of the indexed ones: a candidate must share that
+    many (no false negatives), and the common shingles, which would make nearly every
+    document a candidate, are mostly left out. The scan then counts the shared
+    shingles of each remaining candidate exactly on ``doc_hashes``.
+    """
     from curator.decontamination.text import shingle_hashes
 
     hashes, doc = shingle_hashes(norms, shingling)
-    # (hash, doc) sorted by hash then doc, each pair once: a document's shingle once
-    order = np.lexsort((doc, hashes))
-    h_sorted, d_sorted = hashes[order], doc[order]
-    first_of_pair = np.ones(len(order), dtype=bool)
-    first_of_pair[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
-    h_sorted, d_sorted = h_sorted[first_of_pair], d_sorted[first_of_pair]
-    sizes = np.bincount(d_sorted, minlength=len(norms)).astype(np.int64)
+    h_sorted, d_sorted = _pairs(hashes, doc)
+    n_docs = len(norms)
+    sizes = np.bincount(d_sorted, minlength=n_docs).astype(np.int64)
+    doc_offsets = np.zeros(1, np.int64)
+    doc_hashes = np.empty(0, np.uint64)
+    required = np.ones(n_docs, np.int64)
     if kind == "minhash":
-        band_keys, present = signatures(hashes, doc, len(norms), mh)
-        docs = np.repeat(np.arange(len(norms)), mh.num_bands)[np.repeat(present, mh.num_bands)]
-        flat = band_keys[present].reshape(-1)
-        order = np.lexsort((docs, flat))
-        h_sorted, d_sorted = flat[order], docs[order]
-        first_of_pair = np.ones(len(order), dtype=bool)
-        first_of_pair[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
-        h_sorted, d_sorted = h_sorted[first_of_pair], d_sorted[first_of_pair]
+        band_keys, present = signatures(hashes, doc, n_docs, mh)
+        docs = np.repeat(np.arange(n_docs), mh.num_bands)[np.repeat(present, mh.num_bands)]
+        h_sorted, d_sorted = _pairs(band_keys[present].reshape(-1), docs)
+    elif len(h_sorted):
+        starts = np.flatnonzero(np.r_[True, h_sorted[1:] != h_sorted[:-1]])
+        df = np.diff(np.r_[starts, len(h_sorted)])
+        order = np.lexsort((h_sorted, np.repeat(df, df), d_sorted))  # doc, rarity, hash
+        d_o, h_o = d_sorted[order], h_sorted[order]
+        first = np.cumsum(sizes) - sizes
+        rank = np.arange(len(order)) - first[d_o]
+        need = np.maximum(np.ceil(min_fraction * sizes - 1e-9), 1).astype(np.int64)
+        p = np.minimum(sizes - need + 1, sizes)
+        indexed = np.minimum(sizes, 2 * p - 1)
+        required = np.maximum(indexed - (sizes - need), 1)
+        keep = rank < indexed[d_o]
+        by_doc = np.lexsort((h_o, d_o))
+        doc_hashes = h_o[by_doc]
+        doc_offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        h_sorted, d_sorted = _pairs(h_o[keep], d_o[keep])
     starts = np.flatnonzero(np.r_[True, h_sorted[1:] != h_sorted[:-1]]) if len(h_sorted) \
         else np.empty(0, np.int64)
     keys = h_sorted[starts]
-    first = starts
-    key_doc = d_sorted
-    offsets = np.concatenate((first, [len(key_doc)])).astype(np.int64)
-    postings = key_doc.astype(np.int64)
+    offsets = np.r_[starts, len(d_sorted)].astype(np.int64)
+    postings = d_sorted.astype(np.int64)
     bits = 1 << 20
     while bits < 32 * len(keys) and bits < (1 << 31):
         bits <<= 1
@@ -165,12 +201,15 @@ def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashPa
         bit = np.left_shift(np.uint8(1), (slot & np.uint64(7)).astype(np.uint8))
         at = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
         bitmap[byte[at]] = np.bitwise_or.reduceat(bit, at)
-    meta = {"kind": kind, "shingling": shingling.describe(), "documents": len(norms),
+    meta = {"kind": kind, "shingling": shingling.describe(), "documents": n_docs,
             "keys": len(keys)}
     if kind == "minhash":
         meta["minhash"] = {"seed": mh.seed, "num_bands": mh.num_bands,
                            "minhashes_per_band": mh.minhashes_per_band}
-    return HoldoutIndex(keys, offsets, postings, sizes, bitmap, kind, meta)
+    else:
+        meta["min_fraction"] = min_fraction
+    return HoldoutIndex(keys, offsets, postings, sizes, required, bitmap, doc_offsets,
+                        doc_hashes, kind, meta)
 
 
 def save_index(index: HoldoutIndex, folder: Path) -> None:

@@ -239,14 +239,17 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         n_h = len(index.sizes)
         if self.rules.candidates == "exact" and self.shingling.kind == "char":
             # every window of the batch, across documents too: most go at the bitmap,
-            # the few that are keys are then kept only when inside one document
+            # the few that are keys are then kept only when inside one document; a
+            # document's windows are the slice starting at its first unit
             k = self.shingling.size
             units, lengths = char_units(norms)
-            which, kidx = index.lookup(window_hashes(units, k))
+            every = window_hashes(units, k)
+            which, kidx = index.lookup(every)
             starts = np.cumsum(lengths) - lengths
             doc = np.searchsorted(starts, which, side="right") - 1
             inside = which + k <= starts[doc] + lengths[doc]
-            return self._count(index, doc[inside], kidx[inside])
+            return self._exact(index, doc[inside], kidx[inside],
+                               lambda d: every[starts[d]:starts[d] + lengths[d] - k + 1])
         hashes, doc = shingle_hashes(norms, self.shingling)
         if not len(hashes):
             return []
@@ -260,22 +263,39 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             pairs = np.unique(docs[keep][which][rep].astype(np.int64) * n_h + hdoc)
             return [(int(p // n_h), int(p % n_h)) for p in pairs]
         which, kidx = index.lookup(hashes)
-        return self._count(index, doc[which], kidx)
+        bounds = np.searchsorted(doc, np.arange(len(norms) + 1))
+        return self._exact(index, doc[which], kidx,
+                           lambda d: hashes[bounds[d]:bounds[d + 1]])
 
-    def _count(self, index: HoldoutIndex, doc: np.ndarray, kidx: np.ndarray
-               ) -> list[tuple[int, int]]:
-        """The pairs whose shared shingles (``doc`` holds key ``kidx``) could meet a rule."""
+    def _exact(self, index: HoldoutIndex, doc: np.ndarray, kidx: np.ndarray,
+               windows: Any) -> list[tuple[int, int]]:
+        """The pairs that share a prefix shingle (``doc`` holds key ``kidx``) and, counted
+        exactly on hashes, at least ``min_fraction`` of the holdout document's shingles."""
         if not len(doc):
             return []
-        n_h = len(index.sizes)
-        n_k = len(index.keys)
-        dk = np.unique(doc.astype(np.int64) * n_k + kidx)  # a repeat counts once
+        n_h, n_k = len(index.sizes), len(index.keys)
+        dk = np.unique(doc.astype(np.int64) * n_k + kidx)  # a repeated shingle counts once
         rep, hdoc = index.expand(dk % n_k)
         pairs, shared = np.unique((dk // n_k)[rep] * n_h + hdoc, return_counts=True)
-        ph = pairs % n_h
-        sizes = np.asarray(index.sizes)[ph]
-        ok = (sizes > 0) & (shared >= self.rules.min_fraction * sizes - 1e-9)
-        return [(int(p // n_h), int(p % n_h)) for p in pairs[ok]]
+        pairs = pairs[shared >= np.asarray(index.required)[pairs % n_h]]
+        if not len(pairs):
+            return []
+        pd, ph = pairs // n_h, pairs % n_h
+        out: list[tuple[int, int]] = []
+        groups = np.flatnonzero(np.r_[True, pd[1:] != pd[:-1]])
+        for g0, g1 in zip(groups, np.r_[groups[1:], len(pairs)], strict=True):
+            mine = np.unique(windows(int(pd[g0])))
+            hs = ph[g0:g1]
+            lo, hi = index.doc_offsets[hs], index.doc_offsets[hs + 1]
+            n = (hi - lo).astype(np.int64)
+            first = np.r_[0, np.cumsum(n)[:-1]]
+            pos = np.arange(int(n.sum())) - np.repeat(first, n) + np.repeat(lo, n)
+            theirs = index.doc_hashes[pos]
+            at = np.minimum(np.searchsorted(mine, theirs), len(mine) - 1)
+            shared = np.add.reduceat((mine[at] == theirs).astype(np.int64), first)
+            ok = shared >= self.rules.min_fraction * n - 1e-9
+            out += [(int(pd[g0]), int(h)) for h in hs[ok]]
+        return out
 
 
 def _pair(train_id: str, holdout_id: str, jac: float | None, cont: float | None,

@@ -292,8 +292,33 @@ _TRACKING = re.compile(r"^(utm_.*|gclid|fbclid|msclkid|dclid|yclid|mc_cid|mc_eid
 
 def canonical_url(url: str) -> str | None:
     """The URL without scheme, fragment, trailing ``/``, repeated ``www.`` and tracking
-    parameters, lower-cased, with its remaining parameters sorted (``None``: no host)."""
+    parameters, lower-cased, with its remaining parameters sorted (``None``: no host).
+    String operations for the common form; ``urllib`` for user info, ports and odd
+    forms (the same result, tested)."""
     url = url.strip()
+    start = url.find("://")
+    rest = url[start + 3:] if start >= 0 else url
+    if start < 0 and ("/" in url.split("?", 1)[0][:1] or ":" in url):
+        return _canonical_url(url)
+    rest = rest.split("#", 1)[0]
+    rest, _, query = rest.partition("?")
+    host, slash, path = rest.partition("/")
+    if not host or "@" in host or ":" in host or "%" in host or "[" in host:
+        return _canonical_url(url)
+    host = host.lower()
+    while host.startswith("www."):
+        host = host[4:]
+    if not host:
+        return None
+    path = ("/" + path).rstrip("/") if slash else ""
+    if query:
+        params = sorted((k, v) for k, v in parse_qsl(query, keep_blank_values=True)
+                        if not _TRACKING.match(k))
+        query = f"?{urlencode(params)}" if params else ""
+    return f"{host}{path}{query}".lower()
+
+
+def _canonical_url(url: str) -> str | None:
     if not url:
         return None
     parts = urlsplit(url if "//" in url else "//" + url)

@@ -223,7 +223,9 @@ class DecontaminationRun(StepRun):
     def execute(self) -> None:
         cfg = self.config
         shingling = cfg.shingling()
-        index = build_index(cfg.candidates, shingling, self.holdout["norms"], cfg.rules().minhash)
+        rules = cfg.rules()
+        index = build_index(cfg.candidates, shingling, self.holdout["norms"], rules.minhash,
+                            rules.min_fraction)
         index_dir = self.work / "index"
         save_index(index, index_dir)
         write_atomic(self.work / HOLDOUT_FILE, json.dumps(

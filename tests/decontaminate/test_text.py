@@ -77,3 +77,15 @@ def test_canonical_urls() -> None:
         "example.com/a/b?a=1&b=2"
     assert canonical_url("http://example.com/a?gclid=1") == canonical_url("example.com/a/")
     assert canonical_url("  ") is None
+
+
+@pytest.mark.parametrize("url", [
+    "https://www.www.Example.com/a/b/?utm_source=x&b=2&a=1#frag", "http://example.com",
+    "example.com/a/", "HTTP://WWW.EXAMPLE.COM/Path/?q=1&utm_medium=x", "https://a.b/c?x",
+    "https://user@host.example:8080/p?z=1&a=2", "https://host.example:443/p/", "//x.org/p",
+    "https://www./a", "https://example.com/a%20b/?b=%20&a=", "ftp://files.example/x#y",
+    "https://[::1]:8080/a", "https://example.com?gclid=1&fbclid=2", "a.example/b?c=d#e"])
+def test_canonical_url_fast_path_equals_urllib(url: str) -> None:
+    from curator.decontamination.text import _canonical_url
+
+    assert canonical_url(url) == _canonical_url(url)
