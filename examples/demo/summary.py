@@ -6,7 +6,8 @@ Reads ``<workdir>/ingested/ingest_report.json`` and compares it with what the de
 corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``), then, when
 present, ``<workdir>/profile/profile_report.json``, the filter's manifest and ledger, and
 ``<workdir>/evaluation.json`` (``curate evaluate`` on the generator's labelled sample)
-and ``<workdir>/audit/audit_report.json`` (``curate audit``'s verdict).
+and ``<workdir>/audit/audit_report.json`` (``curate audit``'s verdict), and
+``<workdir>/subset/subset_report.json`` (``curate subset``'s tiers).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main() -> int:
     profiled = _profile(args.workdir / "profile")
     filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
     audited = _audit(args.workdir / "audit")
+    _subset(args.workdir / "subset")
     _evaluation(args.workdir / "evaluation.json")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
@@ -145,6 +147,37 @@ def _audit(out: Path) -> bool:
     for f in report["findings"]:
         print(f"  finding {f['name']}: {f['message']}")
     return bool(report["passed"])
+
+
+def _subset(out: Path) -> None:
+    """The subset's tiers: documents, tokens, shortfall, per-stratum shares as bars."""
+    path = out / "subset_report.json"
+    if not path.is_file():
+        print(f"\n(no subset at {path})")
+        return
+    report = json.loads(path.read_text(encoding="utf-8"))
+    unit, corpus = report["unit"], report["corpus"]
+    tok = report.get("tokenizer") or {}
+    print("\n== demo: curate subset ==")
+    print(f"report       {path}  (plan: {out / 'plan.json'})")
+    print(f"corpus       {corpus['documents']} documents, {corpus['total_tokens']:,} {unit} "
+          f"({tok.get('name', 'whitespace words')}); token cache {report['token_cache']}")
+    print(f"{'tier':>28} {'documents':>10} {unit:>10} {'shortfall':>10}")
+    for t in report["tiers"]:
+        print(f"{Path(t['output']).name:>28} {t['document_count']:>10} "
+              f"{t['achieved_tokens']:>10,} {t['token_shortfall']:>10,}")
+    strata = report["stratification"]["strata"]
+    total = sum(s["tokens"] for s in strata.values()) or 1
+    largest = report["tiers"][-1] if report["tiers"] else None
+    print(f"per-stratum share of {unit}: corpus | largest tier")
+    for key, s in sorted(strata.items(), key=lambda kv: -kv[1]["tokens"])[:12]:
+        share = s["tokens"] / total
+        got = (largest or {}).get("per_stratum_tokens", {}).get(key, 0)
+        tier_share = got / ((largest or {}).get("achieved_tokens") or 1)
+        print(f"  {key[:34]:34} {'#' * round(share * 40):40} {share:6.1%} | "
+              f"{tier_share:6.1%}")
+    print(f"nesting verified: {report['nesting_verified']}; warnings: "
+          f"{sorted({w['id'] for w in report['warnings']}) or 'none'}")
 
 
 def _evaluation(path: Path) -> None:
