@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	rm -rf demo-run
 	$(BIN)/curate demo-corpus --out demo-run/raw
+	$(BIN)/python -m curator_demo.holdout --corpus demo-run/raw --out demo-run/holdout
 	$(BIN)/curate flow --config examples/demo/flow-measure.yaml
 	$(BIN)/curate flow --config examples/demo/flow-apply.yaml
 	$(BIN)/curate evaluate --policy demo-run/policy/approved_policy.yaml \

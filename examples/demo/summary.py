@@ -7,7 +7,9 @@ corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``), then, wh
 present, ``<workdir>/profile/profile_report.json``, the filter's manifest and ledger, and
 ``<workdir>/evaluation.json`` (``curate evaluate`` on the generator's labelled sample)
 and ``<workdir>/audit/audit_report.json`` (``curate audit``'s verdict), and
-``<workdir>/subset/subset_report.json`` (``curate subset``'s tiers).
+``<workdir>/decontaminated/decontamination_report.json`` against the holdout that
+``curator_demo.holdout`` planted, and ``<workdir>/subset/subset_report.json``
+(``curate subset``'s tiers).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def main() -> int:
     profiled = _profile(args.workdir / "profile")
     filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
     audited = _audit(args.workdir / "audit")
+    _decontamination(args.workdir / "decontaminated", args.workdir / "holdout")
     _subset(args.workdir / "subset")
     _evaluation(args.workdir / "evaluation.json")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
@@ -178,6 +181,45 @@ def _subset(out: Path) -> None:
               f"{tier_share:6.1%}")
     print(f"nesting verified: {report['nesting_verified']}; warnings: "
           f"{sorted({w['id'] for w in report['warnings']}) or 'none'}")
+
+
+def _decontamination(out: Path, holdout: Path) -> None:
+    """What the decontamination removed, against what the holdout generator planted."""
+    path = out / "decontamination_report.json"
+    if not path.is_file():
+        print(f"\n(no decontamination at {path})")
+        return
+    report = json.loads(path.read_text(encoding="utf-8"))
+    planted = json.loads((holdout / "planted.json").read_text(encoding="utf-8"))
+    r = report["result"]
+    print("\n== demo: curate decontaminate ==")
+    print(f"report       {path}  (every removal, with its proof: {out / 'removed'}/)")
+    print(f"{r['train_documents_in']} in = {r['train_documents_out']} kept + "
+          f"{r['train_documents_removed']} removed; by rule {r['removed_by_rule']}")
+    urls: dict[str, list[str]] = {}
+    for p in sorted((out / "removed").glob("*.jsonl")):
+        for line in p.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            for m in row["matches"]:
+                urls.setdefault(m["holdout_id"], []).append(
+                    f"{row['document'].get('url')} ({'+'.join(m['rules'])})")
+    seen = {json.loads(line).get("url") for f in report["paths"]["train_files"]
+            for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()}
+    print(f"{'holdout':>14} {'planted as':>10} {'expected':>9}  removed")
+    found = upstream = 0
+    for hid, p in sorted(planted.items()):
+        got = urls.get(hid, [])
+        gone = p["source_url"] is not None and p["source_url"] not in seen
+        expected = "kept" if gone and p["expected"] == "removed" else p["expected"]
+        ok = bool(got) == (expected == "removed") and (
+            not got or any(p["source_url"] in g for g in got))
+        found += ok
+        upstream += gone
+        note = "   (its source was removed upstream by the filter)" if gone else ""
+        print(f"{hid:>14} {p['kind']:>10} {p['expected']:>9}  "
+              f"{', '.join(got) or '-'}{note}{'' if ok else '   <- differs'}")
+    print(f"{found} of {len(planted)} holdout documents as planted ({upstream} planted from "
+          "documents the filter removed, so there was nothing left to find)")
 
 
 def _evaluation(path: Path) -> None:
