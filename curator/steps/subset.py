@@ -247,7 +247,7 @@ class SubsetRun(StepRun):
                   if cfg.quality_score_field else None)
         self.plan = make_plan(
             ids, table["hash"].to_numpy(), table["tokens"].to_numpy(),
-            table["source"].to_pylist(), scores, self.budgets, cfg.length_bands, self.unit)
+            _codes(table["source"]), scores, self.budgets, cfg.length_bands, self.unit)
         id_list = ids.to_list()
         body = plan_json(self.plan, id_list, seed=cfg.seed, budgets=self.budgets,
                          bands=cfg.length_bands, score_field=cfg.quality_score_field,
@@ -364,6 +364,13 @@ class SubsetRun(StepRun):
         if block is not None:
             report["error"] = block
         return [(self.out / REPORT_NAME, report)]
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """A string column as (codes, names): one small integer a document."""
+    encoded = column.combine_chunks().dictionary_encode()
+    return (encoded.indices.to_numpy(zero_copy_only=False),
+            [str(x) for x in encoded.dictionary.to_pylist()])
 
 
 def _written_ids(path: Path, field: str) -> list[str]:

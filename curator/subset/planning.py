@@ -145,17 +145,24 @@ def global_order(hashes: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     return order
 
 
-def make_plan(ids: Any, hashes: np.ndarray, tokens: np.ndarray, sources: Sequence[str],
+def make_plan(ids: Any, hashes: np.ndarray, tokens: np.ndarray,
+              sources: Sequence[str] | tuple[np.ndarray, Sequence[str]],
               scores: np.ndarray | None, budgets: Sequence[int], bands: Sequence[int],
               unit: str) -> Plan:
-    """The whole plan (``budgets`` ascending; ``ids`` a polars Series)."""
+    """The whole plan (``budgets`` ascending; ``ids`` a polars Series; ``sources`` one
+    per document, or ``(codes, names)``)."""
     check_unique(ids)
     n = len(tokens)
     band_idx = np.searchsorted(np.asarray(bands, dtype=np.int64), tokens, side="right")
     names = band_names(bands)
     cuts: list[float] = []
-    src_names, src_code = np.unique(np.asarray(sources, dtype=object), return_inverse=True) \
-        if n else (np.array([], dtype=object), np.zeros(0, dtype=np.int64))
+    if isinstance(sources, tuple):  # (codes, names): a dictionary-encoded column
+        src_code, src_names = sources
+        src_code = np.asarray(src_code, dtype=np.int64)
+    elif n:
+        src_names, src_code = np.unique(np.asarray(sources, dtype=object), return_inverse=True)
+    else:
+        src_names, src_code = np.array([], dtype=object), np.zeros(0, dtype=np.int64)
     combined = src_code.astype(np.int64) * len(names) + band_idx
     if scores is not None:
         cuts = score_cut_points(scores)

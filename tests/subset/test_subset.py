@@ -171,18 +171,38 @@ def summary(report: dict[str, Any]) -> list[tuple[Any, ...]]:
              json.dumps(t["per_stratum_deviation"], sort_keys=True)) for t in report["tiers"]]
 
 
-def test_the_same_tiers_for_any_executor_workers_and_partitioning(tmp_path: Path) -> None:
+def tier_bytes(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("budget_*/*"))}
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_the_same_tiers_for_any_executor_workers_and_partitioning(
+        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    from executors import make_executor
+
+    if backend == "ray":
+        request.getfixturevalue("ray_local")
     inp = corpus(tmp_path / "in", n=300, files=3)
-    keys = {"source_field": "source", "token_budgets": [5_000, 20_000], "seed": 4}
+    keys = {"source_field": "source", "token_budgets": [5_000, 20_000], "seed": 4,
+            "quality_score_field": "q",
+            "tokenizer": {"name": "cl100k_base", "revision": CL100K}}
     a = run(inp, tmp_path / "a", **keys)
-    b = run_subset(SubsetConfig(input_glob=str(inp), output_dir=str(tmp_path / "b"),
-                                id_field="id", partition_size="8KB",
-                                execution={"executor": "local", "workers": 2}, **keys))
-    assert b["producer"]["execution"]["partitions"] > a["producer"]["execution"]["partitions"]
-    assert summary(a) == summary(b)
-    assert tier_ids(a) == tier_ids(b)
-    c = run(inp, tmp_path / "c", **{**keys, "seed": 5})
-    assert tier_ids(c) != tier_ids(a)
+    with make_executor(backend, 2, None) as executor:
+        b = run_subset(SubsetConfig(input_glob=str(inp), output_dir=str(tmp_path / "b"),
+                                    id_field="id", execution={"executor": backend,
+                                                              "workers": 2}, **keys),
+                       executor)
+        c = run_subset(SubsetConfig(input_glob=str(inp), output_dir=str(tmp_path / "c"),
+                                    id_field="id", partition_size="8KB",
+                                    execution={"executor": backend, "workers": 2}, **keys),
+                       executor)
+    assert b["producer"]["execution"]["executor"] == backend
+    assert tier_bytes(tmp_path / "b") == tier_bytes(tmp_path / "a")  # same bytes
+    assert c["producer"]["execution"]["partitions"] > a["producer"]["execution"]["partitions"]
+    assert summary(a) == summary(b) == summary(c)
+    assert tier_ids(a) == tier_ids(c)  # another partitioning: the same tiers
+    d = run(inp, tmp_path / "d", **{**keys, "seed": 5})
+    assert tier_ids(d) != tier_ids(a)
 
 
 # -- tokenizers and the cache ----------------------------------------------------------
