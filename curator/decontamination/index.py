@@ -229,6 +229,7 @@ def load_index(folder: Path, expected: dict[str, Any]) -> HoldoutIndex:
             raise CuratorError("shingling_mismatch",
                                f"the holdout index in {folder} was built with {key}="
                                f"{meta.get(key)!r}, this scan uses {value!r}")
-    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
-              for name in FILES}
+    # plain arrays over the maps (a np.memmap's indexing is a Python call each time)
+    arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r",
+                                       allow_pickle=False)) for name in FILES}
     return HoldoutIndex(**arrays, kind=meta["kind"], meta=meta)
