@@ -18,6 +18,7 @@ One straight line:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import shutil
 from pathlib import Path
@@ -111,11 +112,8 @@ class SubsetConfig(StepConfig):
                              "integers"))
         if self.tokenizer is not None and not self.tokenizer.revision:
             problems.append(("tokenizer_revision_missing",
-                             f"tokenizer {self.tokenizer.name!r} needs a revision "
-                             "(sha256 of its vocabulary; the error of a run without one "
-                             "prints it)" if self.tokenizer.name not in BUNDLED else
-                             f"tokenizer {self.tokenizer.name!r} needs a revision: "
-                             f"sha256:{_published(self.tokenizer.name)}"))
+                             f"tokenizer {self.tokenizer.name!r} needs a revision (the "
+                             f"sha256 of its vocabulary): {_digest(self.tokenizer.name)}"))
         if flow is not None:
             self._flow_checks(flow)
         return problems
@@ -132,10 +130,17 @@ class SubsetConfig(StepConfig):
                     "corpus, not that file")
 
 
-def _published(name: str) -> str:
+def _digest(name: str) -> str:
+    """The revision to write for ``name``: a bundled vocabulary's published digest, or
+    the digest of a ``tokenizer.json`` that exists."""
     from curator.subset.counting import PUBLISHED_SHA256
 
-    return PUBLISHED_SHA256[name]
+    if name in BUNDLED:
+        return "sha256:" + PUBLISHED_SHA256[name]
+    path = Path(name)
+    if path.is_file():
+        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{name} is not a file"
 
 
 def run_subset(config: SubsetConfig, executor: Executor | None = None,

@@ -319,6 +319,9 @@ def test_data_errors(tmp_path: Path) -> None:
     letters = write(tmp_path / "letters" / "a.jsonl", [{"id": "a", "text": "abc"}])
     refused(tmp_path, letters, "token_count_non_positive",
             tokenizer={"name": str(path), "revision": rev})
+    err = refused(tmp_path, letters, "tokenizer_revision_missing",
+                  tokenizer={"name": str(path)})
+    assert rev in err.message
 
 
 def test_skipped_records_are_counted(tmp_path: Path) -> None:
@@ -400,3 +403,22 @@ def test_the_flow_hands_subset_the_filtered_corpus(tmp_path: Path) -> None:
     assert cfg["input_glob"] == f"{tmp_path / 'root' / 'filtered_jsonl'}/part_*.jsonl"
     assert cfg["output_dir"] == str(tmp_path / "root" / "subset")
     assert cfg["id_field"] == "id" and cfg["source_field"] == "source"
+
+
+def test_the_flow_hands_subset_the_decontaminated_corpus_and_warns_of_a_stale_one(
+        tmp_path: Path) -> None:
+    from curator.flow.plan import load_flow_config, plan_flow
+
+    inp = corpus(tmp_path / "in", n=10)
+    holdout = write(tmp_path / "holdout.jsonl", [{"id": "h", "text": words(30)}])
+    root = tmp_path / "root"
+    base = {"corpus": {"input": str(inp), "id_field": "id"}, "output_root": str(root)}
+    plan = plan_flow(load_flow_config({**base, "steps": {
+        "filter": {"enabled": True}, "decontamination": {"enabled": True,
+                                                         "holdout": str(holdout)},
+        "subset": {"enabled": True}}}))
+    assert plan.step("subset").config["input_glob"] == f"{root / 'decontaminated'}/part_*.jsonl"
+    write(root / "decontaminated" / "part_0.jsonl", [{"id": "a", "text": "a b"}])
+    plan = plan_flow(load_flow_config({**base, "steps": {"filter": {"enabled": True},
+                                                         "subset": {"enabled": True}}}))
+    assert any("decontaminat" in w and "off" in w for w in plan.warnings), plan.warnings
