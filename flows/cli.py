@@ -133,6 +133,18 @@ def flow_(
                f"(applied: {result['policy_applied']}); report {root / 'flow_report.json'}")
 
 
+@app.command("report")
+def report_(
+    output_root: Annotated[Path, typer.Argument(help="a flow's output_root")],
+) -> None:
+    """Write OUTPUT_ROOT/report.html: one self-contained page of the run (docs/report.md)."""
+    from curator.report import write_report
+
+    if not output_root.is_dir():
+        fail(CuratorError("output_root_missing", f"no directory {output_root}"))
+    typer.echo(f"report {write_report(output_root)}")
+
+
 @app.command("demo-corpus")
 def demo_corpus(
     out: Annotated[Path, typer.Option("--out", help="folder to write the raw JSONL into")],

@@ -80,7 +80,19 @@ def run_flow(fplan: FlowPlan, hooks: FlowHooks, logger: Any) -> dict[str, Any]:
         raise
     finally:
         report.write()
+        _write_html(fplan.root, logger)
     return report.data
+
+
+def _write_html(root: Path, logger: Any) -> None:
+    """``report.html`` of the root (docs/report.md), also after a failure; a report
+    that cannot be built is a warning, never the flow's error."""
+    from curator.report import write_report
+
+    try:
+        logger.info("report %s", write_report(root))
+    except Exception as exc:  # the page must never mask the flow's outcome
+        logger.warning("report.html not written: %s: %s", type(exc).__name__, exc)
 
 
 def _approve(fplan: FlowPlan, report: FlowReport, hooks: FlowHooks, logger: Any) -> None:

@@ -1,0 +1,136 @@
+"""``report.html``: written by the flow and by ``curate report``, self-contained, holding
+this run's numbers (counted here from the corpora on disk, not from the reports), safe
+with hostile strings, and rendered by headless Chromium (docs/report.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from curator.report import build_html, write_report
+from tests.report._support import chromium, full_run, needs_chromium, page_text
+
+
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for p in sorted(folder.glob("*.jsonl"))
+            for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_run(tmp_path_factory.mktemp("report-run"))
+
+
+@pytest.fixture(scope="module")
+def expected(run: Path) -> dict[str, Any]:
+    """This run's numbers, counted from the corpora and record files themselves."""
+    manifest = yaml.safe_load((run.parent / "raw/demo_corpus_manifest.yaml").read_text())
+    tiers = {}
+    for folder in sorted(run.glob("subset/budget_*")):
+        docs = _rows(folder)
+        tiers[folder.name] = (len(docs), sum(len(d["text"].split()) for d in docs))
+    return {
+        "raw": manifest["expected_ingest"]["documents_seen"],  # what the generator wrote
+        "ingest": len(_rows(run / "ingested")),
+        "filter": len(_rows(run / "filtered_jsonl")),
+        "gates": Counter(r["removed_by"] for r in _rows(run / "filtered_jsonl/rejected")),
+        "decontamination": len(_rows(run / "decontaminated")),
+        "decontaminated_removed": len(_rows(run / "decontaminated/removed")),
+        "tiers": tiers,
+    }
+
+
+def check_numbers(text: str, expected: dict[str, Any]) -> None:
+    assert f"read by ingest {expected['raw']:,} " in text
+    for step in ("ingest", "filter", "decontamination"):
+        assert f"after {step} {expected[step]:,} " in text, step
+    for gate, n in expected["gates"].items():
+        assert re.search(rf"{gate} {n:,} [\d.]+%", text), gate
+    removed = expected["filter"] - expected["decontamination"]
+    assert removed == expected["decontaminated_removed"]
+    assert f"{removed:,} removed)" in text
+    assert len(expected["tiers"]) == 3
+    for name, (docs, words) in expected["tiers"].items():
+        assert re.search(rf"tier {name} \(budget [\d,]+ words\) {docs:,} [\d.]+% {words:,}",
+                         text), name
+    assert "verdict: PASSED" in text
+    assert "does not balance" not in text
+
+
+def test_the_flow_writes_the_report_with_the_runs_numbers(run: Path, expected: dict) -> None:
+    html = (run / "report.html").read_text(encoding="utf-8")  # written by the flow's end
+    text, tags = page_text(html)
+    check_numbers(text, expected)
+    # self-contained: no script, nothing fetched; links are relative and resolve
+    assert "script" not in tags and "<link" not in html
+    assert not re.search(r"""(src|href)=["'](https?:)?//""", html)
+    hrefs = re.findall(r'href="([^"]+)"', html)
+    assert hrefs and all(not h.startswith("/") and (run / h).exists() for h in hrefs)
+    for name in ("flow_report.json", "ingested/ingest_report.json", "profile/profile_report.json",
+                 "filtered_jsonl/run_manifest.json", "filtered_jsonl/curation_ledger.json",
+                 "audit/audit_report.json", "decontaminated/decontamination_report.json",
+                 "subset/subset_report.json", "subset/plan.json",
+                 "policy/approved_policy.yaml"):
+        assert f'href="{name}"' in html, name
+    # the profile's histograms with the approved thresholds drawn on them
+    assert tags.count("svg") >= 5
+    for signal, value in (("stopword_ratio", "min 0.0952381"),
+                          ("repeating_duplicate_ngrams", "max 0.507937")):
+        assert signal in text and f"approved {value}" in text
+
+
+def test_curate_report_rewrites_it(run: Path) -> None:
+    from flows.cli import app
+
+    (run / "report.html").unlink()
+    result = CliRunner().invoke(app, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"report {run / 'report.html'}"
+    assert (run / "report.html").read_text(encoding="utf-8") == build_html(run)
+    missing = CliRunner().invoke(app, ["report", str(run / "nowhere")])
+    assert missing.exit_code == 2
+
+
+def test_missing_and_hostile_artifacts(tmp_path: Path) -> None:
+    empty = build_html(tmp_path)  # nothing there: a page that says so
+    assert "no flow_report.json here" in empty and "no subset artifact" in empty
+    evil = '<script>alert("x")</script>'
+    (tmp_path / "subset").mkdir()
+    (tmp_path / "subset/subset_report.json").write_text(json.dumps({
+        "producer": {"completed_at": "2026-01-01T00:00:00Z"}, "unit": "words",
+        "corpus": {"documents": 2, "total_tokens": 10},
+        "tiers": [{"budget": 5, "document_count": 1, "achieved_tokens": 4,
+                   "token_shortfall": 1, "strata_exhausted": [], "output": f"x/{evil}",
+                   "per_stratum_tokens": {f"{evil}|0-128": 4}}],
+        "stratification": {"strata": {f"{evil}|0-128": {"documents": 2, "tokens": 10}}},
+        "warnings": [{"id": evil, "message": evil}]}))
+    (tmp_path / "filtered_jsonl").mkdir()
+    (tmp_path / "filtered_jsonl/run_manifest.json").write_text(json.dumps({
+        "producer": {}, "error": {"error_id": "boom", "message": evil}}))
+    html = write_report(tmp_path).read_text(encoding="utf-8")
+    assert "<script" not in html and "&lt;script&gt;" in html
+    text, _ = page_text(html)
+    assert "incomplete: boom" in text  # a failed step's artifact is shown as such
+    # shown as text, in the funnel and the tiers (a tier's name: after the last "/")
+    assert f"tier {Path(f'x/{evil}').name} (budget 5 words) 1 " in text
+    assert "&ndash;" not in text
+    assert f"{evil}|0-128 2 10" in text
+
+
+@needs_chromium
+def test_chromium_renders_it(run: Path, expected: dict, tmp_path: Path) -> None:
+    page = run / "report.html"
+    dom = chromium(page, tmp_path, "--dump-dom")
+    text, tags = page_text(dom)
+    check_numbers(text, expected)
+    assert tags.count("svg") >= 5 and "Curation run report" in text
+    shot = tmp_path / "report.png"  # kept under pytest's tmp dir: look at it
+    chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1200,3000")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
