@@ -52,6 +52,10 @@ MODEST: dict[str, list[str]] = {
     "decontaminate_throughput": ["--mb", "64", "--repeat", "1", "--holdout", "2000",
                                  "--planted", "150", "--sample", "100", "--minhash-mb", "4",
                                  "--data-dir", "/tmp/cb-filter-data-modest"],
+    # the modest filter run's 64 MB, one repetition, the floor and the cold cl100k step
+    "subset_throughput": ["--mb", "64", "--repeat", "1", "--variants", "floor,subset",
+                          "--budgets", "1000000,3000000,6000000",
+                          "--data-dir", "/tmp/cb-filter-data-modest"],
 }
 
 #: files in bench/ that are not benchmarks
@@ -125,6 +129,15 @@ def verdict(name: str, full: bool = False) -> str:
         met = exact["mb_per_cpu_s"] >= 30.0 and recall == 1.0
         return (f"decontaminate >= 30 MB/s per core, recall 1.0: {exact['mb_per_cpu_s']:.1f} "
                 f"MB/s, recall {recall} ({'met' if met else 'NOT met'})")
+    if name == "subset_throughput":
+        tokens = doc.get(f"count:{doc.get('tokenizer')}") or {}
+        step = res.get("subset") or {}
+        rate, ratio = tokens.get("tokens_per_cpu_s"), step.get("x_floor")
+        if rate is None or ratio is None:
+            return "subset: not judged (no tokenizer or no subset run)"
+        return (f"subset tokenizer >= 1.5 M tokens/s per core: {rate / 1e6:.2f} M "
+                f"({'met' if rate >= 1.5e6 else 'NOT met'}); whole step (cold cache) within "
+                f"10x of the floor: {ratio:.1f}x ({'met' if ratio <= 10 else 'NOT met'})")
     return "?"
 
 
