@@ -66,6 +66,9 @@ def main() -> int:
     _decontamination(args.workdir / "decontaminated", args.workdir / "holdout")
     _subset(args.workdir / "subset")
     _evaluation(args.workdir / "evaluation.json")
+    page = args.workdir / "report.html"  # written by curate flow (docs/report.md)
+    print(f"\nthe run on one page: {page}  (open it in a browser)" if page.is_file()
+          else f"\n(no {page}: `curate report {args.workdir}` writes it)")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
     return 0 if matches and report["balance"]["ok"] and profiled and filtered \
