@@ -247,6 +247,12 @@ class SubsetRun(StepRun):
     def _plan(self) -> list[str]:
         cfg = self.config
         table = self._load()
+        if not table.num_rows:
+            n = int(self.stats.get("count.skipped_missing_id", 0))
+            raise CuratorError(
+                "no_documents",
+                f"no document with a text and an id {cfg.id_field!r} was read"
+                + (f" ({n} records have no {cfg.id_field!r}: is id_field right?)" if n else ""))
         ids = pl.Series("id", table["id"]) if table.num_rows else pl.Series("id", [], pl.String)
         scores = (table["score"].to_numpy(zero_copy_only=False)
                   if cfg.quality_score_field else None)

@@ -324,6 +324,12 @@ def test_data_errors(tmp_path: Path) -> None:
     assert rev in err.message
 
 
+def test_a_corpus_without_documents_is_refused(tmp_path: Path) -> None:
+    inp = write(tmp_path / "in" / "a.jsonl", [{"url": "a", "text": words(5)}])
+    err = refused(tmp_path, inp, "no_documents")
+    assert "1 records have no 'id'" in err.message
+
+
 def test_skipped_records_are_counted(tmp_path: Path) -> None:
     inp = write(tmp_path / "in" / "a.jsonl",
                 [{"id": "a", "text": words(5)}, {"id": "b"}, {"text": words(3)},
