@@ -113,9 +113,12 @@ class HoldoutIndex:
         if not len(self.keys) or not len(hashes):
             return np.empty(0, np.int64), np.empty(0, np.int64)
         cand = np.flatnonzero(self.maybe(hashes))
-        at = np.searchsorted(self.keys, hashes[cand])
+        needles = hashes[cand]
+        order = np.argsort(needles)  # sorted needles search ~3x faster (cache)
+        at = np.empty(len(cand), dtype=np.int64)
+        at[order] = np.searchsorted(self.keys, needles[order])
         at_c = np.minimum(at, len(self.keys) - 1)
-        hit = self.keys[at_c] == hashes[cand]
+        hit = self.keys[at_c] == needles
         return cand[hit], at_c[hit]
 
     def expand(self, key_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -192,7 +195,7 @@ def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashPa
     offsets = np.r_[starts, len(d_sorted)].astype(np.int64)
     postings = d_sorted.astype(np.int64)
     bits = 1 << 20
-    while bits < 32 * len(keys) and bits < (1 << 31):
+    while bits < 16 * len(keys) and bits < (1 << 31):
         bits <<= 1
     bitmap = np.zeros(bits // 8, dtype=np.uint8)
     if len(keys):

@@ -29,6 +29,7 @@ from curator.decontamination.text import (
     normalize_many,
     shingle_hashes,
     shingle_set,
+    url_hosts,
     window_hashes,
 )
 from curator.errors import CuratorError
@@ -108,6 +109,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         if "holdout" not in self._cache:
             data = json.loads((Path(self.work_dir) / HOLDOUT_FILE).read_text("utf-8"))
             data["sets"] = {}
+            data["hosts"] = url_hosts(data["keys"])
             self._cache["holdout"] = data
         return self._cache["holdout"]
 
@@ -171,7 +173,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         for i, (_, _, _, record, doc_id) in enumerate(batch):
             text = record[self.records.text_field]
             field_name, key = identity_key(record, doc_id, text, "train", r.prefer_id_field,
-                                           r.shared_id_space)
+                                           r.shared_id_space, holdout["hosts"])
             st.key_fields[field_name] += 1
             for h in keys.get(key, ()):
                 matches[i].setdefault(h, set()).add(IDENTITY)

@@ -22,6 +22,7 @@ import hashlib
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -335,14 +336,50 @@ def _canonical_url(url: str) -> str | None:
     return f"{host}{port}{path}{query}".lower()
 
 
+#: the URL key of a document whose host no holdout document has (it matches nothing)
+NO_MATCH = "url:\0"
+
+
+def _quick_host(url: str) -> str | None:
+    """The host :func:`canonical_url` gives ``url``, or ``None`` when that is not plain."""
+    url = url.strip()
+    start = url.find("://")
+    if start < 0:
+        return None
+    host = url[start + 3:]
+    for sep in "/?#":
+        host = host.split(sep, 1)[0]
+    if not host or "@" in host or ":" in host or "%" in host or "[" in host:
+        return None
+    host = host.lower()
+    while host.startswith("www."):
+        host = host[4:]
+    return host or None
+
+
+def url_hosts(keys: Iterable[str]) -> frozenset[str]:
+    """The hosts of the URL keys among ``keys`` (what :func:`identity_key`'s ``hosts``
+    takes)."""
+    return frozenset(k[4:].split("/", 1)[0].split("?", 1)[0] for k in keys
+                     if k.startswith("url:"))
+
+
 def identity_key(record: dict, doc_id: str | None, text: str, split: str,
-                 prefer_id_field: bool, shared_id_space: bool) -> tuple[str, str]:
+                 prefer_id_field: bool, shared_id_space: bool,
+                 hosts: frozenset[str] | None = None) -> tuple[str, str]:
     """``(key field, key)``: the first of canonical URL, id, normalised-text hash
-    (``prefer_id_field``: the id first)."""
+    (``prefer_id_field``: the id first). With ``hosts`` (the other split's URL hosts),
+    a URL whose host is not among them is not canonicalised: its key is
+    :data:`NO_MATCH`, which matches nothing (the key field is the same)."""
     url_key: tuple[str, str] | None = None
     for f in URL_FIELDS:
         value = record.get(f)
         if isinstance(value, str):
+            if hosts is not None:
+                quick = _quick_host(value)
+                if quick is not None and quick not in hosts:
+                    url_key = ("url", NO_MATCH)
+                    break
             canon = canonical_url(value)
             if canon:
                 url_key = ("url", f"url:{canon}")

@@ -89,3 +89,18 @@ def test_canonical_url_fast_path_equals_urllib(url: str) -> None:
     from curator.decontamination.text import _canonical_url
 
     assert canonical_url(url) == _canonical_url(url)
+
+
+@pytest.mark.parametrize("url", [
+    "https://www.www.Example.com/a/b/?utm_source=x", "http://example.com", "  https://A.B/c ",
+    "https://user@host.example:8080/p", "example.com/a/", "https://www./a", "https://x.org#f",
+    "https://x.org?q=1", "ftp://Files.Example/x"])
+def test_the_host_shortcut_never_hides_a_match(url: str) -> None:
+    """A URL whose quick host is not among the holdout's hosts has a key outside them."""
+    from curator.decontamination.text import NO_MATCH, identity_key, url_hosts
+
+    full = identity_key({"url": url}, "i", "t", "train", False, True)
+    hosts = url_hosts([full[1]])
+    assert identity_key({"url": url}, "i", "t", "train", False, True, hosts) == full
+    other = identity_key({"url": url}, "i", "t", "train", False, True, frozenset({"z.example"}))
+    assert other[0] == full[0] and other[1] in (full[1], NO_MATCH)
