@@ -38,7 +38,9 @@ from curator.checkpoint import METADATA_DIRNAME
 from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
+from curator.interrupts import StepInterrupts
 from curator.io.writers import clear_stale_temps, write_atomic
+from curator.locking import DirLock, checkpoint_lock, output_lock
 from curator.pipeline import Pipeline, PipelineResult, Progress
 from curator.stages import ProcessingStage
 from curator.steps.spec import Problem
@@ -128,6 +130,8 @@ class StepRun:
         self.resuming = False
         self.partitions_total = 0
         self.resumed_partitions = 0
+        self._locks: list[DirLock] = []
+        self._interrupts = StepInterrupts()
 
     @property
     def step_id(self) -> str:
@@ -135,10 +139,38 @@ class StepRun:
 
     # -- the order every step follows ------------------------------------------------
     def run(self) -> dict[str, Any]:
-        """Run the step; return its completion artifact (also written to disk)."""
+        """Run the step; return its completion artifact (also written to disk).
+
+        The run holds the locks of its output directory and checkpoint
+        (:mod:`curator.locking`) from before it touches them to its end: a second run
+        on either is refused (``output_dir_locked``/``checkpoint_locked``, exit 2).
+        A SIGTERM or SIGINT anywhere in the run (:mod:`curator.interrupts`) ends it with
+        ``interrupted_sigterm``/``interrupted_sigint`` and its report; never while the
+        reports are being written.
+        """
+        try:
+            with self._interrupts:
+                return self._run()
+        finally:
+            for lock in reversed(self._locks):
+                lock.release()
+
+    def lock(self, checkpoint: bool = True) -> None:
+        """Take the output directory's (and the checkpoint's) lock, or raise."""
+        wanted = [output_lock(self.out)]
+        if checkpoint and self.ckpt_root is not None:
+            wanted.append(checkpoint_lock(self.ckpt_root.parent, self.key))
+        for lock in wanted[len(self._locks):]:
+            lock.acquire()
+            self._locks.append(lock)
+
+    def _run(self) -> dict[str, Any]:
         try:
             refuse(self.config.preflight())
+            if self.out.is_dir():  # before refuse(): it reads what a running run writes
+                self.lock(checkpoint=False)
             self.refuse()
+            self.lock()
             self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
             if not self.resuming:
                 self.clear_outputs()
@@ -151,8 +183,10 @@ class StepRun:
             raise
         finally:
             if self.touched_output:
-                result = self.write_artifacts()
-        self.cleanup()
+                with self._interrupts.deferred():
+                    result = self.write_artifacts()
+        with self._interrupts.deferred():
+            self.cleanup()
         log.info("%s: done in %.1f s, output in %s", self.step_id,
                  time.perf_counter() - self._t0, self.out)
         self.verdict(result)

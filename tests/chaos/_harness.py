@@ -1,0 +1,235 @@
+"""The chaos harness: a registered step run by ``curate <command>`` as a subprocess in a
+session of its own, killed (SIGKILL to the whole group) at seeded random moments until it
+finishes, then compared with a clean run of the same config at the same paths.
+
+Used by ``tests/chaos`` (a small fixed-seed sample in ``make test``) and by
+``bench/chaos.py`` (``make chaos``: >= 20 kills per step and executor). See
+docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from curator.steps.spec import StepSpec
+from tests.integration._support import Proc, ray_env, short_tmp
+from tests.steps._worlds import data_files, make_world
+
+CURATE = str(Path(sys.executable).parent / "curate")
+
+#: Report keys that differ between two runs of one config (time) and between a clean
+#: and a killed-and-resumed run (resume counters); dropped wherever they appear.
+VOLATILE = frozenset({
+    "started_at", "completed_at", "seconds", "run_id", "elapsed_seconds", "wall_seconds",
+    "resumed_partitions", "was_resumed", "documents_skipped_resumed", "skipped_resumed",
+    "resumed", "tool_revision",
+})
+#: a writer's temp file (curator.io.writers): never visible once a run is complete
+_TEMP = re.compile(r"\.tmp-")
+
+
+def scrub(value: Any) -> Any:
+    """``value`` without :data:`VOLATILE` keys, at any depth."""
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+
+def reports(out: Path) -> dict[str, Any]:
+    """Every JSON report of an output directory (hidden work files aside), scrubbed."""
+    found = {}
+    for p in sorted(out.rglob("*.json")):
+        rel = p.relative_to(out)
+        if not any(part.startswith(".") for part in rel.parts):
+            found[str(rel)] = scrub(json.loads(p.read_text(encoding="utf-8")))
+    return found
+
+
+def record_ids(out: Path) -> collections.Counter[tuple[str, str]]:
+    """``(file, id)`` of every JSONL record with an ``id`` in the data files."""
+    ids: collections.Counter[tuple[str, str]] = collections.Counter()
+    for name, data in data_files(out).items():
+        if name.endswith(".jsonl"):
+            for line in data.splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and "id" in rec:
+                    ids[(name, str(rec["id"]))] += 1
+    return ids
+
+
+def leftovers(out: Path) -> list[str]:
+    """Temp files, work directories and lock files left under ``out``."""
+    return sorted(str(p.relative_to(out)) for p in out.rglob("*")
+                  if _TEMP.search(p.name) or p.name.endswith("-work")
+                  or p.name == ".curate.lock")
+
+
+@dataclass
+class Case:
+    """One step on one executor, in ``folder``: its world, config file and paths."""
+
+    spec: StepSpec
+    executor: str
+    folder: Path
+    workers: int = 2
+    cfg: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.world = world = make_world(self.spec.key, self.spec.input_key,
+                                        self.folder / "world")
+        self.out = self.folder / "out"
+        self.ckpt = self.folder / "ckpt"
+        self.cfg = world.config(self.out, self.ckpt)
+        self.cfg["execution"] = {"executor": self.executor, "workers": self.workers,
+                                 "checkpoint_path": str(self.ckpt)}
+        self.config_path = self.folder / "config.yaml"
+        self.config_path.write_text(yaml.safe_dump(self.cfg), encoding="utf-8")
+        self.logs = self.folder / "logs"
+        self.ray_tmp = short_tmp() if self.executor == "ray" else None
+
+    def proc(self, tag: str, *sets: str, config: Path | None = None) -> Proc:
+        argv = [CURATE, self.spec.command_name, "--config", str(config or self.config_path)]
+        for s in sets:
+            argv += ["--set", s]
+        env = {"CURATE_PREFECT": "never", "PYTHONPATH": str(Path(__file__).parents[2])}
+        if self.ray_tmp is not None:
+            env.update(ray_env(self.ray_tmp))
+        return Proc(argv, self.logs, tag, env=env)
+
+    def close(self) -> None:
+        if self.ray_tmp is not None:
+            shutil.rmtree(self.ray_tmp, ignore_errors=True)
+
+
+def wait_group_gone(proc: Proc, timeout: float = 60) -> None:
+    """Until no process of ``proc``'s group is left (a worker killed in a system call
+    dies after the driver; a rerun must not see its pid alive)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("the killed process group is still alive")
+        time.sleep(0.05)
+
+
+def run_to_end(case: Case, tag: str, timeout: float = 600) -> tuple[int, float, str]:
+    """One uninterrupted run: ``(exit code, seconds, stderr)``."""
+    t0 = time.monotonic()
+    with case.proc(tag) as proc:
+        code = proc.wait(timeout)
+        return code, time.monotonic() - t0, proc.stderr()
+
+
+@dataclass
+class Figures:
+    step: str
+    executor: str
+    seed: int
+    kills: int = 0
+    runs: int = 0
+    resumed_partitions: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    clean_seconds: float = 0.0
+
+
+def chaos(case: Case, kills: int, seed: int, timeout: float = 600) -> Figures:
+    """A clean run, then the same config killed ``kills`` times at seeded random moments
+    (uniform over the clean run's wall time) and run on until it finishes; the
+    comparison's mismatches are in the figures (none: it held)."""
+    fig = Figures(case.spec.key, case.executor, seed)
+    t0 = time.monotonic()
+    code, clean_s, err = run_to_end(case, "clean", timeout)
+    if code != 0:
+        raise AssertionError(f"clean run failed ({code}):\n{err[-3000:]}")
+    fig.clean_seconds = clean_s
+    clean_out = case.folder / "clean"
+    case.out.rename(clean_out)
+    shutil.rmtree(case.ckpt, ignore_errors=True)
+    rng = random.Random(seed)
+    attempts = 0
+    while fig.kills < kills:
+        attempts += 1
+        if attempts > kills * 4:
+            fig.mismatches.append(f"only {fig.kills} kills landed in {attempts} runs")
+            break
+        moment = rng.uniform(0.0, clean_s)
+        with case.proc(f"killed-{attempts}") as proc:
+            fig.runs += 1
+            deadline = time.monotonic() + moment
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if proc.poll() is not None:  # it finished before the moment came
+                if proc.popen.returncode != 0:
+                    fig.mismatches.append(f"run {attempts} exited {proc.popen.returncode}: "
+                                          + proc.stderr()[-1500:])
+                break
+            proc.record_descendants()
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)
+            wait_group_gone(proc)
+            fig.kills += 1
+    else:
+        code, _, err = run_to_end(case, "final", timeout)
+        fig.runs += 1
+        if code != 0:
+            fig.mismatches.append(f"final run exited {code}: {err[-1500:]}")
+    fig.seconds = time.monotonic() - t0
+    result = case.spec.read_result(case.cfg) or {}
+    fig.resumed_partitions = int(result.get("producer", {}).get("resumed_partitions", 0))
+    fig.mismatches += compare(clean_out, case.out)
+    return fig
+
+
+def compare(clean: Path, out: Path) -> list[str]:
+    """What differs between a clean run's output and a killed-and-resumed one's."""
+    problems = []
+    a, b = data_files(clean), data_files(out)
+    if a != b:
+        differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        problems.append(f"data files differ: {differ[:10]}")
+    ra, rb = reports(clean), reports(out)
+    if ra != rb:
+        differ = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
+        problems.append(f"reports differ: {differ} {_first_diff(ra, rb)}")
+    ia, ib = record_ids(clean), record_ids(out)
+    if ia != ib:
+        problems.append(f"records lost {sorted(ia - ib)[:5]} or duplicated "
+                        f"{sorted(ib - ia)[:5]}")
+    if left := leftovers(out):
+        problems.append(f"left behind: {left[:10]}")
+    return problems
+
+
+def _first_diff(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return _first_diff(a.get(k), b.get(k), f"{path}.{k}")
+        return ""
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _first_diff(x, y, f"{path}[{i}]")
+    return f"at {path}: {str(a)[:200]!r} != {str(b)[:200]!r}"
