@@ -1,0 +1,159 @@
+"""The Prefect UI in a real browser: a local Prefect server with its UI, ``curate flow``
+run against it, and the flow run's pages opened in headless Chromium (docs/report.md,
+"The Prefect UI"). What a person would see: the flow run and its step subflows
+completed, one task run per source partition, each step's artifacts (progress,
+markdown report, tables)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from curator.steps.registry import STEPS
+from tests.flow._support import APPROVE, base_config, demo_corpus
+from tests.report._support import chromium, needs_chromium, page_text
+
+pytestmark = needs_chromium
+STARTUP_SECONDS = 240  # a first start migrates the database; the machine may be busy
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``prefect server start`` with the UI on (the session's hermetic settings
+    otherwise: private home, no telemetry, services off); its base URL."""
+    home = tmp_path_factory.mktemp("prefect-ui")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update({"PREFECT_HOME": str(home / "home"),
+                "PREFECT_PROFILES_PATH": str(home / "profiles.toml"),
+                "PREFECT_SERVER_UI_ENABLED": "true", "PREFECT_UI_API_URL": f"{url}/api",
+                "PREFECT_SERVER_DATABASE_CONNECTION_URL":
+                    f"sqlite+aiosqlite:///{home / 'prefect.db'}"})
+    log = (home / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+         "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, (home / "server.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the Prefect server did not start"
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def flow_run(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Measure without Prefect, then approve and apply (filter, audit, decontamination,
+    subset) as ``curate flow`` against the server; the runs as the API has them."""
+    from curator_demo.holdout import write_holdout
+    from flows.direct import run_flow_direct
+
+    base = tmp_path_factory.mktemp("ui-run")
+    raw = demo_corpus(base / "raw", docs=100)
+    write_holdout(raw, base / "holdout", count=8)
+    root = base / "run"
+    run_flow_direct(base_config(raw, root), plan=False)
+    config = base_config(raw, root, profile=False, filt=True, approve=APPROVE)
+    config["steps"].update({
+        "audit": {"enabled": True, "mode": "all", "comparison_fields": ["id", "text"]},
+        "decontamination": {"enabled": True, "holdout": str(base / "holdout/holdout.jsonl")},
+        "subset": {"enabled": True, "token_budgets": [3000, 8000]},
+    })
+    path = base / "apply.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    env = {**os.environ, "PREFECT_API_URL": f"{ui_server}/api", "CURATE_PREFECT": "always"}
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", "flow", "--config", str(path)],
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    api = f"{ui_server}/api"
+    runs = httpx.post(f"{api}/flow_runs/filter", json={"limit": 50}, timeout=30).json()
+    flows = httpx.post(f"{api}/flows/filter", json={"limit": 50}, timeout=30).json()
+    names = {f["id"]: f["name"] for f in flows}
+    by_flow = {names[r["flow_id"]]: r for r in runs}
+    tasks = {}
+    for name, r in by_flow.items():
+        tasks[name] = httpx.post(f"{api}/task_runs/filter", timeout=30, json={
+            "flow_runs": {"id": {"any_": [r["id"]]}}, "limit": 200}).json()
+    return {"root": root, "runs": by_flow, "tasks": tasks, "url": ui_server}
+
+
+def _page(run: dict[str, Any], flow: str, tab: str, tmp: Path, shot: Path | None = None
+          ) -> str:
+    url = f"{run['url']}/v2/runs/flow-run/{run['runs'][flow]['id']}?tab={tab}"
+    args = ["--virtual-time-budget=20000", "--window-size=1400,1600", "--dump-dom"]
+    if shot is not None:
+        args.append(f"--screenshot={shot}")
+    text, _ = page_text(re.sub(r"<script.*?</script>", "", chromium(url, tmp, *args),
+                               flags=re.S))
+    return text
+
+
+def test_the_flow_run_its_task_runs_and_artifacts_in_the_ui(flow_run: dict[str, Any],
+                                                             tmp_path: Path) -> None:
+    runs, root = flow_run["runs"], flow_run["root"]
+    ran = [s for s in STEPS if s.key not in ("ingest", "profile")]  # ingest is skipped
+    assert {f"curate-{s.key}" for s in ran} | {"curate-flow"} <= set(runs)
+    # the flow run: completed, with one completed subflow run per step that ran
+    text = _page(flow_run, "curate-flow", "SubflowRuns", tmp_path)
+    assert runs["curate-flow"]["name"] in text and "Completed" in text
+    for spec in ran:
+        name = runs[spec.flow_name]["name"]
+        assert re.search(rf"{spec.flow_name} / {name} Completed", text), spec.key
+    # the filter's subflow: one task run per source partition and phase, all completed
+    manifest = json.loads((root / "filtered_jsonl/run_manifest.json").read_text())
+    parts = manifest["producer"]["execution"]["partitions"]
+    trs = [t for t in flow_run["tasks"]["curate-filter"] if t["name"].startswith("partition-")]
+    assert len(trs) == parts * 2 and len({t["name"] for t in trs}) == parts
+    shot = tmp_path / "prefect-filter-task-runs.png"
+    text = _page(flow_run, "curate-filter", "TaskRuns", tmp_path, shot)
+    assert f"{len(trs)} Task runs ({len(trs)} Completed)" in text
+    shown = set(re.findall(r"partition-[0-9a-f]+", text))
+    assert shown and shown <= {t["name"] for t in trs}
+    assert shot.read_bytes()[:4] == b"\x89PNG"
+    # each step's artifacts: its markdown report and every table with rows its rendering
+    # makes (named as the step's own rendering names them), and its progress artifacts
+    for spec in ran:
+        report = spec.read_result({"output_dir": str(root / spec.output_subdir)})
+        assert report is not None, spec.key
+        tables = spec.rendered(report).tables
+        text = _page(flow_run, spec.flow_name, "Artifacts", tmp_path,
+                     tmp_path / f"prefect-{spec.key}-artifacts.png")
+        assert f"MARKDOWN {spec.key}-report" in text, (spec.key, text[-1500:])
+        for table, rows in tables.items():  # an empty table is not published
+            assert (f"TABLE {spec.key}-{table}" in text) == bool(rows), (spec.key, table)
+        assert "PROGRESS" in text and "source partitions done" in text
