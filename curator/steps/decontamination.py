@@ -277,6 +277,10 @@ class DecontaminationRun(StepRun):
     def output_dirs(self) -> list[Path]:
         return [self.out, self.removed_dir]
 
+    def config_extra(self) -> dict[str, Any]:
+        """The holdout's bytes: a run is never resumed against another holdout."""
+        return {"holdout_content_digest": self.holdout_split.get("content_digest")}
+
     def clear_outputs(self) -> None:
         for p in self.out.glob("part_*.jsonl"):
             p.unlink()

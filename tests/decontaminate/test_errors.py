@@ -144,3 +144,21 @@ def test_a_holdout_modified_during_the_run(decon, tmp_path: Path,
     report = json.loads((tmp_path / "out" / "decontamination_report.json").read_text())
     assert report["splits"]["holdout"]["modified"] is True
     assert report["error"]["error_id"] == "holdout_modified"
+
+
+def test_a_changed_holdout_is_never_resumed(decon, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    original = StepRun.phase
+
+    def phase(self: StepRun, *args: Any, **kwargs: Any) -> Any:
+        original(self, *args, **kwargs)
+        raise CuratorError("injected_failure", "after the scan")
+
+    ckpt = {"execution": {"executor": "inline", "checkpoint_path": str(tmp_path / "ckpt")}}
+    with monkeypatch.context() as m:
+        m.setattr(StepRun, "phase", phase)
+        with pytest.raises(CuratorError):
+            decon(rows("t", 3), rows("h", 2), **ckpt)
+    report = decon(rows("t", 3), [*rows("h", 2), {"id": "t0", "text": "0 " + TEXT}], **ckpt)
+    assert report["producer"]["resumed_partitions"] == 0
+    assert report["result"]["train_documents_removed"] >= 1
