@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.config import StepConfig
-from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES
+from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES, is_compressed
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import (
@@ -59,6 +59,7 @@ from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 #: training records read per file by the refusal that compares the key spaces
 KEY_SAMPLE = 200
+KEY_SAMPLE_BYTES = 1 << 20
 
 
 class NormalizationConfig(BaseModel):
@@ -351,7 +352,8 @@ class DecontaminationRun(StepRun):
         cfg = self.config
         fields: set[str] = set()
         for path in self.files:
-            for n, (_, _, record) in enumerate(iter_records(path, None, self._spec())):
+            head = None if is_compressed(path) else (0, KEY_SAMPLE_BYTES)  # not the whole file
+            for n, (_, _, record) in enumerate(iter_records(path, head, self._spec())):
                 if n >= KEY_SAMPLE:
                     break
                 if type(record) is Rejection:
