@@ -180,7 +180,8 @@ def _funnel(page: Page) -> None:
             and points[-1][1] == run.tiers[0].documents_in:  # the corpus the subset counted
         points[-1] = (points[-1][0], points[-1][1], run.tiers[0].tokens_in)
     points += [(st.label, st.documents_out, st.tokens_out) for st in run.tiers]
-    page.table(["point", "documents", "", "of the start", "tokens"],
+    unit = str((run.data("subset") or {}).get("unit") or "tokens")
+    page.table(["point", "documents", "", "of the start", f"tokens ({unit})"],
                [[escape(label), _n(docs), share_bar(docs / start if start else 0, 300),
                  _pct(docs, start), _n(tokens)] for label, docs, tokens in points], {1, 3, 4})
     page.add("<h3>Every loss, by step</h3>")

@@ -6,6 +6,7 @@ markdown report, tables)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -109,7 +110,9 @@ def flow_run(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     for name, r in by_flow.items():
         tasks[name] = httpx.post(f"{api}/task_runs/filter", timeout=30, json={
             "flow_runs": {"id": {"any_": [r["id"]]}}, "limit": 200}).json()
-    return {"root": root, "runs": by_flow, "tasks": tasks, "url": ui_server}
+    artifacts = httpx.post(f"{api}/artifacts/filter", json={"limit": 200}, timeout=30).json()
+    return {"root": root, "runs": by_flow, "tasks": tasks, "url": ui_server,
+            "artifacts": {a["key"]: a["id"] for a in artifacts if a.get("key")}}
 
 
 def _page(run: dict[str, Any], flow: str, tab: str, tmp: Path, shot: Path | None = None
@@ -157,3 +160,31 @@ def test_the_flow_run_its_task_runs_and_artifacts_in_the_ui(flow_run: dict[str, 
         for table, rows in tables.items():  # an empty table is not published
             assert (f"TABLE {spec.key}-{table}" in text) == bool(rows), (spec.key, table)
         assert "PROGRESS" in text and "source partitions done" in text
+
+
+def _cells(dom: str) -> list[str]:
+    """The text of every rendered table cell, in order."""
+    return [" ".join(re.sub(r"<[^>]+>", " ", c).split())
+            for c in re.findall(r"<td\b[^>]*>(.*?)</td>", dom, flags=re.S)]
+
+
+def test_a_markdown_report_and_a_table_render_in_the_ui(flow_run: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    """The filter's markdown report renders as HTML (its heading, its gate table as table
+    cells), and its ledger as a table with the ledger's numbers."""
+    root, ids = flow_run["root"], flow_run["artifacts"]
+    ledger = json.loads((root / "filtered_jsonl/curation_ledger.json").read_text())
+    for key, shot in (("filter-report", "prefect-filter-report.png"),
+                      ("filter-ledger", "prefect-filter-ledger.png")):
+        url = f"{flow_run['url']}/v2/artifacts/artifact/{ids[key]}"
+        dom = chromium(url, tmp_path, "--virtual-time-budget=20000", "--window-size=1400,1600",
+                       "--dump-dom", f"--screenshot={tmp_path / shot}")
+        cells = _cells(re.sub(r"<script.*?</script>", "", dom, flags=re.S))
+        pairs = set(itertools.pairwise(cells))
+        if key == "filter-report":
+            assert re.search(r"<h1\b[^>]*>\s*Filter run \(complete\)", dom)
+            for gate, n in ledger["filtered_by_reason"].items():
+                assert (gate, f"{n:,}") in pairs, (gate, cells)
+        else:
+            for field in ("n_input", "n_success", "n_filtered"):
+                assert (field, str(ledger[field])) in pairs, (field, cells)
