@@ -134,3 +134,26 @@ def test_chromium_renders_it(run: Path, expected: dict, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"  # kept under pytest's tmp dir: look at it
     chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1200,3000")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_a_failed_flow_still_writes_the_report(tmp_path: Path) -> None:
+    """The flow writes report.html after a step fails too, and the page shows it."""
+    import logging
+
+    from curator.errors import CuratorError
+    from curator.flow.run import run_flow, start_flow
+    from tests.flow._support import base_config, demo_corpus
+
+    class Failing:
+        def run_step(self, step: Any) -> dict[str, Any]:
+            raise CuratorError("disk_on_fire", f"{step.key}: <b>no</b> space left")
+
+    log = logging.getLogger("test.report")
+    config = base_config(demo_corpus(tmp_path / "raw", docs=50), tmp_path / "run")
+    with pytest.raises(CuratorError):
+        run_flow(start_flow(config, False, log), Failing(), log)  # type: ignore[arg-type]
+    html = (tmp_path / "run/report.html").read_text(encoding="utf-8")
+    text, _ = page_text(html)
+    assert "last flow: failed" in text
+    assert "error disk_on_fire: ingest: <b>no</b> space left" in text  # escaped, shown
+    assert "<b>no</b>" not in html
