@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curator.artifacts import canonical_digest, file_digest
@@ -140,6 +141,29 @@ def load_flow_config(data: dict[str, Any]) -> FlowConfig:
         raise config_problem(FlowConfig, exc) from exc
 
 
+def _policy_signals(approve: Approve | None, steps: list[StepPlan]
+                    ) -> tuple[str, ...] | None:
+    """The signals the applied policy thresholds, if known while planning: the approve
+    block's thresholds, else the policy file a step that applies one names."""
+    from curator.flow.approval import thresholds_from
+
+    if approve is not None and approve.thresholds:
+        try:
+            return tuple(sorted(thresholds_from(approve.thresholds)))
+        except CuratorError:
+            return None  # reported by the approval's own checks
+    for step in steps:
+        if not step.spec.applies_policy:
+            continue
+        for path in step.spec.depends_on(step.config):
+            try:
+                doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+                return tuple(sorted(str(t["signal"]) for t in doc["thresholds"]))
+            except (OSError, yaml.YAMLError, KeyError, TypeError):
+                return None
+    return None
+
+
 def plan_flow(config: FlowConfig) -> FlowPlan:
     """Derive every step's config and check what can be checked now (all at once)."""
     root = Path(config.output_root).resolve()
@@ -173,6 +197,7 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     steps: list[StepPlan] = []
     for spec in STEPS:
         ctx = FlowContext(root=root, corpus=corpus, reads=reads, approved_policy=approved,
+                          policy_signals=_policy_signals(config.approve, steps),
                           output_dir=str(root / spec.output_subdir),
                           upstream={s.key: s.config for s in steps},
                           upstream_enabled={s.key: s.enabled for s in steps})

@@ -56,6 +56,9 @@ class FlowContext:
     corpus: Any  # curator.flow.plan.Corpus: language, langpack_dir, id rules, ...
     reads: CorpusView
     approved_policy: str | None  # the policy the flow's approve block writes, if any
+    #: the signals the filter's policy has thresholds for, when known while planning
+    #: (the approve block's thresholds, else an existing policy file's); None: unknown
+    policy_signals: tuple[str, ...] | None = None
     output_dir: str = ""  # this step's output dir under root
     done: bool = False  # its artifacts are complete for this config: the flow skips it
     #: the configs of the steps before it (enabled or not), by key, and which are enabled

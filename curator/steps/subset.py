@@ -116,7 +116,32 @@ class SubsetConfig(StepConfig):
                              f"sha256 of its vocabulary): {_digest(self.tokenizer.name)}"))
         if flow is not None:
             self._flow_checks(flow)
+            problems += self._score_column(flow)
         return problems
+
+    def _score_column(self, flow: FlowContext) -> list[Problem]:
+        """``score_column_never_written``: a score field ``__<signal>`` that the flow's
+        filter will not write (spec section 12). The filter writes ``__<signal>`` only
+        in ``annotate``/``both`` mode, with a policy that thresholds the signal."""
+        field, filt = self.quality_score_field, flow.upstream.get("filter")
+        if not field or not field.startswith("__") or not flow.upstream_enabled.get("filter"):
+            return []
+        signal = field[2:]
+        mode = (filt or {}).get("mode", "filter")
+        policy = ((filt or {}).get("heuristic_filters") or {}).get("approved_policy")
+        why = None
+        if mode == "filter":
+            why = "the filter runs in mode filter, which writes no score columns (set " \
+                  "steps.filter.mode: annotate or both)"
+        elif not policy:
+            why = "the filter applies no policy, so it scores no signal"
+        elif flow.policy_signals is not None and signal not in flow.policy_signals:
+            why = (f"the policy has no threshold for {signal!r} (it thresholds "
+                   f"{', '.join(flow.policy_signals) or 'nothing'})")
+        if why is None:
+            return []
+        return [("score_column_never_written",
+                 f"quality_score_field {field!r} is never written: {why}")]
 
     def _flow_checks(self, flow: FlowContext) -> None:
         decon = flow.upstream.get("decontamination")

@@ -428,3 +428,37 @@ def test_the_flow_hands_subset_the_decontaminated_corpus_and_warns_of_a_stale_on
     plan = plan_flow(load_flow_config({**base, "steps": {"filter": {"enabled": True},
                                                          "subset": {"enabled": True}}}))
     assert any("decontaminat" in w and "off" in w for w in plan.warnings), plan.warnings
+
+
+def test_a_score_field_the_flows_filter_never_writes_is_refused(tmp_path: Path) -> None:
+    """``score_column_never_written``: the filter writes ``__<signal>`` only in annotate
+    or both mode, with a policy that thresholds the signal (spec section 12)."""
+    from curator.flow.plan import load_flow_config, plan_flow
+
+    inp = corpus(tmp_path / "in", n=10)
+
+    def problems(filt: dict[str, Any], approve: dict[str, Any] | None,
+                 field: str = "__stopword_ratio") -> list[str]:
+        plan = plan_flow(load_flow_config({
+            "corpus": {"input": str(inp), "id_field": "id"},
+            "output_root": str(tmp_path / "root"), "approve": approve,
+            "steps": {"filter": {"enabled": True, **filt},
+                      "subset": {"enabled": True, "quality_score_field": field}}}))
+        return [msg for key, msg in plan.problems if key == "score_column_never_written"]
+
+    approve = {"thresholds": {"stopword_ratio": 0.1}, "approver": "a", "evidence": "e"}
+    found = problems({}, approve)  # mode filter: no score columns
+    assert len(found) == 1 and "mode filter" in found[0]
+    found = problems({"mode": "annotate"}, None)  # no policy at all
+    assert len(found) == 1 and "no policy" in found[0]
+    found = problems({"mode": "both"}, approve, field="__boilerplate_hits")
+    assert len(found) == 1 and "no threshold for 'boilerplate_hits'" in found[0]
+    # a policy file the filter names, read for its signals
+    policy = tmp_path / "approved_policy.yaml"
+    policy.write_text("thresholds:\n- signal: boilerplate_hits\n  max: 3\n")
+    filt = {"mode": "annotate", "heuristic_filters": {"approved_policy": str(policy)}}
+    assert problems(filt, None, field="__boilerplate_hits") == []
+    assert problems(filt, None, field="__stopword_ratio") != []
+    # written: annotate with the signal thresholded; a field not of the filter: no check
+    assert problems({"mode": "annotate"}, approve) == []
+    assert problems({}, approve, field="quality") == []
