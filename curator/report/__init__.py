@@ -1,9 +1,9 @@
 """``curate report``: one self-contained ``report.html`` for a flow's output root.
 
 Pure building: it reads the artifacts the steps wrote (JSON and YAML files under the
-root; it imports no step package) and returns HTML with inline CSS and inline SVG, no
-script and no network. Every string taken from the data is HTML-escaped. See
-docs/report.md.
+root; the registry lists the steps, no step package is imported directly) and returns
+HTML with inline CSS and inline SVG, no script and no network. Every string taken
+from the data is HTML-escaped. See docs/report.md.
 """
 
 from __future__ import annotations

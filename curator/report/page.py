@@ -351,7 +351,8 @@ def _tiers(page: Page) -> None:
     if strata and tiers:
         total = sum(int(s.get("tokens", 0)) for s in strata.values()) or 1
         head = ["stratum", "documents", unit, "share of the corpus"]
-        head += [f"share of tier {_n(t.get('budget'))}" for t in tiers]
+        head += [f"share of tier {t.get('budget'):,}" if isinstance(t.get("budget"), int)
+                 else f"share of tier {t.get('budget')}" for t in tiers]  # escaped by table
         rows = []
         for key, s in sorted(strata.items(), key=lambda kv: (-int(kv[1].get("tokens", 0)),
                                                              kv[0])):
