@@ -45,3 +45,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache
+	rm -rf $(VENV) demo-run .pytest_cache
+
+## The chaos suite (docs/reliability.md): every registered step on the process pool and on
+## Ray killed (SIGKILL to its process group) >= 20 times at seeded random moments and
+## compared with a clean run; SIGTERM/SIGINT for every step. Long: run it in the background.
+.PHONY: chaos
+chaos: $(STAMP)
+	CURATE_CHAOS_FULL=1 $(BIN)/python -m pytest -q -ra tests/chaos
+	$(BIN)/python bench/chaos.py --kills 20 --seed 14

@@ -77,12 +77,19 @@ class LocalExecutor(Executor):
         if self._chain is not None:
             Path(self._chain[1]).unlink(missing_ok=True)
             self._chain = None
-        if abandon:
+        if abandon or self._broken():
             self._shutdown(kill=True)
 
     def close(self) -> None:
         self.stop()
-        self._shutdown(kill=False)
+        self._shutdown(kill=self._broken())
+
+    def _broken(self) -> bool:
+        """A worker died (killed, out of memory): the pool is broken. Python's pool then
+        stops the other workers with SIGTERM, which they ignore (see _init_worker), and
+        waits for them for ever; they are killed here instead, so the run fails (its
+        partitions ``partition_failed``) rather than hangs."""
+        return bool(getattr(self._pool, "_broken", False))
 
     def _shutdown(self, kill: bool) -> None:
         pool, self._pool = self._pool, None
