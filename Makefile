@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 
 ## Set up, generate the demo corpus (docs/demo-corpus.md) and run the whole flow on it in two
 ## runs: measure (ingest, profile), then approve (a documented choice) and apply (filter);
-## then measure the approved policy on the generator's labelled sample (curate evaluate).
+## then measure the approved policy on the generator's labelled sample (curate evaluate),
+## and audit the whole output root (every step that ran: docs/audit.md).
 demo: $(STAMP)
 	rm -rf demo-run
 	$(BIN)/curate demo-corpus --out demo-run/raw
@@ -24,6 +25,8 @@ demo: $(STAMP)
 	$(BIN)/curate evaluate --policy demo-run/policy/approved_policy.yaml \
 	  --labelled demo-run/raw/labelled_sample.txt --langpack-dir langpacks \
 	  --language en --words 20:100000 --report demo-run/evaluation.json
+	$(BIN)/curate audit --set output_root=demo-run --set output_dir=demo-run/audit-all \
+	  --set mode=all --set "comparison_fields=[id, text]"
 	$(BIN)/python examples/demo/summary.py --workdir demo-run
 
 ## The engine's interrupt-and-resume walk-through (press Ctrl+C midway, run it again).
@@ -44,7 +47,6 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) demo-run .pytest_cache
 	rm -rf $(VENV) demo-run .pytest_cache
 
 ## The chaos suite (docs/reliability.md): every registered step on the process pool and on

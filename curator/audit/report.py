@@ -115,7 +115,8 @@ def render(report: dict[str, Any]) -> Rendering:
     lines += ["", "## Findings", ""]
     lines += [f"- `{f['name']}`: {f['message']}" for f in report["findings"]] or ["none"]
     names = sorted({f["name"] for f in report["findings"]})
+    later = f"; later steps: {', '.join(report['steps'])}" if report.get("steps") else ""
     summary = (f"audit ({report['mode']}): {verdict}; {t['file_count']} shards, "
-               f"{t['row_count']} rows; findings: {', '.join(names) or 'none'}")
+               f"{t['row_count']} rows{later}; findings: {', '.join(names) or 'none'}")
     return Rendering("\n".join(lines) + "\n", {"findings": findings_rows(report),
                                                "strengths": report["strengths"]}, summary)

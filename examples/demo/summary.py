@@ -66,13 +66,31 @@ def main() -> int:
     _decontamination(args.workdir / "decontaminated", args.workdir / "holdout")
     _subset(args.workdir / "subset")
     _evaluation(args.workdir / "evaluation.json")
+    whole = _audit_root(args.workdir / "audit-all")
     page = args.workdir / "report.html"  # written by curate flow (docs/report.md)
     print(f"\nthe run on one page: {page}  (open it in a browser)" if page.is_file()
           else f"\n(no {page}: `curate report {args.workdir}` writes it)")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
     return 0 if matches and report["balance"]["ok"] and profiled and filtered \
-        and audited else 1
+        and audited and whole else 1
+
+
+def _audit_root(out: Path) -> bool:
+    """``curate audit`` on the whole output root: every step that ran, proved from disk."""
+    path = out / "audit_report.json"
+    if not path.is_file():
+        print(f"\n(no audit of the whole root at {path})")
+        return True
+    report = json.loads(path.read_text(encoding="utf-8"))
+    print("\n== demo: curate audit of the whole output root (every step that ran) ==")
+    print(f"report       {path}")
+    print(f"verdict: {'PASSED' if report['passed'] else 'FAILED'}; filtered corpus "
+          f"{report['target']['file_count']} shards")
+    for key, block in (report.get("steps") or {}).items():
+        print(f"  {key:<16} {', '.join(block['findings']) or 'no findings'}  "
+              f"({block['artifact']})")
+    return bool(report["passed"])
 
 
 def _profile(out: Path) -> bool:
