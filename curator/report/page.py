@@ -181,7 +181,8 @@ def _funnel(page: Page) -> None:
         points[-1] = (points[-1][0], points[-1][1], run.tiers[0].tokens_in)
     points += [(st.label, st.documents_out, st.tokens_out) for st in run.tiers]
     unit = str((run.data("subset") or {}).get("unit") or "tokens")
-    page.table(["point", "documents", "", "of the start", f"tokens ({unit})"],
+    page.table(["point", "documents", "", "of the start",
+                "tokens" if unit == "tokens" else f"tokens ({unit})"],
                [[escape(label), _n(docs), share_bar(docs / start if start else 0, 300),
                  _pct(docs, start), _n(tokens)] for label, docs, tokens in points], {1, 3, 4})
     page.add("<h3>Every loss, by step</h3>")
@@ -365,7 +366,8 @@ def _tiers(page: Page) -> None:
                 row.append(f"{share_bar(got / achieved if achieved else 0, 80)} "
                            f"{_pct(got, achieved)}")
             rows.append(row)
-        page.table(head, rows, {1, 2})
+        page.table(head, rows, {1, 2},
+                   classes={i: "step" for i in range(len(head)) if i not in (1, 2)})
     picture = step.output_dir / "tier_shares.png" if step else None
     if picture and picture.is_file() and picture.stat().st_size < 2_000_000:
         data = base64.b64encode(picture.read_bytes()).decode("ascii")
