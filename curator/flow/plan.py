@@ -25,8 +25,6 @@ from curator.io.partitioning import resolve_input_files
 from curator.steps.registry import BY_KEY, STEPS
 from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec
 
-#: steps of the reference's flow that this version does not build yet
-PLANNED: tuple[str, ...] = ()
 MARKER = ".curate_flow_step.json"
 
 
@@ -117,9 +115,7 @@ class FlowPlan:
             "schema_version": 1, "output_root": str(self.root), "dry_run": dry_run,
             "artifacts": self.artifacts,
             "steps": [{"key": s.key, "step_id": s.step_id, "enabled": s.enabled,
-                       "notes": s.notes, "config": s.config} for s in self.steps]
-            + [{"key": key, "step_id": f"curate/{key}", "enabled": False,
-                "notes": ["not built yet in this version"], "config": {}} for key in PLANNED],
+                       "notes": s.notes, "config": s.config} for s in self.steps],
             "warnings": self.warnings,
             "problems": [{"error_id": i, "message": m} for i, m in self.problems],
         }
@@ -174,14 +170,10 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     problems: list[Problem] = []
     warnings: list[str] = []
     for key in config.steps:
-        if key not in BY_KEY and key not in PLANNED:
+        if key not in BY_KEY:
             problems.append(("unknown_step", f"steps.{key}: known steps are "
-                             f"{[s.key for s in STEPS] + list(PLANNED)}"))
+                             f"{[s.key for s in STEPS]}"))
     enabled = {k for k, v in config.steps.items() if v.get("enabled", False)}
-    for key in sorted(enabled & set(PLANNED)):
-        problems.append(("step_not_available",
-                         f"steps.{key} is not built yet in this version (available: "
-                         f"{[s.key for s in STEPS]})"))
     if not enabled:
         problems.append(("no_steps_enabled", "no step has enabled: true"))
     corpus = config.corpus
