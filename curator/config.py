@@ -105,8 +105,11 @@ def load_config(
             raise CuratorError("config_not_found", f"config file {file} does not exist")
         try:
             loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise CuratorError("config_error", f"{file} is not valid YAML: {exc}") from exc
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+            # not UTF-8, or nested past the parser's recursion limit: an error id, not
+            # a traceback (tests/chaos/test_hostile_input.py)
+            raise CuratorError("config_error",
+                               f"{file} is not valid YAML: {str(exc)[:1000]}") from exc
         if loaded is not None and not isinstance(loaded, dict):
             raise CuratorError("config_error", f"{file} must hold a mapping of keys")
         data = loaded or {}
