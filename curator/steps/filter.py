@@ -292,8 +292,8 @@ class FilterRun(StepRun):
         """Records (non-blank lines) of the input files: a failed run's ``n_input``."""
         try:
             return sum(1 for f in self.files for _ in iter_lines(f, None))
-        except OSError:
-            return 0
+        except Exception:  # unreadable, or a damaged stream (a truncated .gz/.zst raises
+            return 0  # EOFError/ZstdError): the failed run's report must still be written
 
     # -- refusals ----------------------------------------------------------------------
     def _resolve_input(self) -> None:

@@ -129,3 +129,58 @@ def test_a_hostile_config_is_an_error_id_in_bounded_time(spec, name: str,  # typ
     assert len(info.value.message) < 20_000, "an error message is not the expanded YAML"
     assert not Path("/tmp/pwned").exists()
     json.dumps(info.value.details, default=str)
+
+
+# -- hostile files through every step that reads a raw corpus ------------------------------
+
+def hostile_corpus(raw: Path, folder: Path) -> Path:
+    """The world's raw corpus plus hostile files: truncated .gz and .zst streams, a
+    Parquet file of the wrong schema, and the nasty lines (ids and sources that look like
+    paths, NUL, 10,000 characters)."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    out = folder / "hostile"
+    shutil.copytree(raw, out)
+    body = b"\n".join(NASTY_LINES.values()) + b"\n"
+    (out / "nasty.jsonl").write_bytes(body)
+    gz = gzip.compress(body * 50)
+    (out / "truncated.jsonl.gz").write_bytes(gz[: len(gz) // 2])
+    zst = zstandard.ZstdCompressor().compress(body * 50)
+    (out / "truncated.jsonl.zst").write_bytes(zst[: len(zst) // 2])
+    pq.write_table(pa.table({"text": [1, 2], "id": [[1], [2]]}), out / "wrong.parquet")
+    return out
+
+
+def outside(root: Path, inside: tuple[Path, ...]) -> set[str]:
+    return {str(p) for p in root.rglob("*")
+            if not any(p == d or p.is_relative_to(d) for d in inside)}
+
+
+@pytest.mark.parametrize("spec", [pytest.param(s, id=s.key) for s in STEPS])
+def test_hostile_files_are_rejections_or_an_error_id_and_nothing_escapes_the_output(
+        spec, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from curator.config import validate_config
+    from tests.steps._worlds import make_world
+
+    world = make_world(spec.key, spec.input_key, tmp_path / "world")
+    if world.raw != tmp_path / "world" / "raw":
+        pytest.skip(f"{spec.key} reads another step's output, not a raw corpus")
+    world.raw = hostile_corpus(world.raw, tmp_path)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    mark = outside(tmp_path, (out, ckpt))
+    try:
+        result = spec.run(validate_config(spec.config, world.config(out, ckpt)))
+    except CuratorError as exc:
+        assert exc.error_id != "internal_error", exc
+        result = spec.read_result(world.config(out, ckpt))
+        assert result is None or result.get("error", {}).get("error_id") == exc.error_id
+    else:
+        assert result["producer"].get("completed_at")
+    assert outside(tmp_path, (out, ckpt)) == mark, "a file was written outside the output"
+    for p in out.rglob("*"):
+        assert ".." not in p.relative_to(out).parts and "\x00" not in str(p)
+        assert len(p.name) <= 255
