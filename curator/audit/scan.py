@@ -67,7 +67,7 @@ NOT_A_FILE = "not a file"
 #: lines parsed and summarised at a time (bounds the parsed records held in memory)
 BATCH_LINES = 8192
 #: how containment keys are made (recorded in each scan: keys of two schemes never meet)
-KEY_SCHEME = f"polars {pl.__version__} struct hash seeds 0+1 | sha256 canonical json"
+KEY_SCHEME = f"polars {pl.__version__} hash(0) per value | sha256 canonical json"
 #: the characters orjson escapes in a string (checked against orjson in the tests): an
 #: id without them is ``'"' + id + '"'`` in canonical JSON
 _JSON_ESCAPED = re.compile('["\\\\\x00-\x1f]')
@@ -92,15 +92,16 @@ def row_keys(records: Sequence[dict[str, Any]], fields: tuple[str, ...]
              ) -> tuple[Counter[str], int]:
     """The multiset of the records' containment keys, and how many records lack a field.
 
-    A record whose comparison values are all strings (an id and a text) is keyed by two
-    64-bit polars hashes (seeds 0 and 1) of the struct of its values, as
-    ``"<h0>:<h1>"``: 128 bits, vectorised. Any other record is keyed by the sha256 of
-    the canonical JSON array of its values (compact, keys sorted, UTF-8 unescaped,
-    written with orjson; 64 hex digits, so the two kinds never meet). Keys are compared
-    within one run only, never persisted beyond its work dir: polars' hash is stable
-    within one polars version (each scan records :data:`KEY_SCHEME`, and
-    :func:`load_scans` refuses to mix two). Two different rows share a key with
-    probability about 2**-128 per pair: a collision could only hide a missing row.
+    A record whose comparison values are all strings (an id and a text) is keyed by the
+    64-bit polars hash (seed 0) of each value, as ``"<h_id>:<h_text>"``, computed a batch
+    at a time. Any other record is keyed by the sha256 of the canonical JSON array of its
+    values (compact, keys sorted, UTF-8 unescaped, written with orjson; 64 hex digits,
+    so the two kinds never meet). Keys are compared within one run only, never
+    persisted beyond its work dir: polars' hash is stable within one polars version
+    (each scan records :data:`KEY_SCHEME`, and :func:`load_scans` refuses to mix two).
+    Two different rows share a key only if every value that differs collides: about
+    2**-64 per pair of rows (a text changed under the same id), 2**-128 when two values
+    differ; a collision could only hide a missing row.
     """
     acc = _Keys(fields)
     acc.add(records)
@@ -143,14 +144,14 @@ class _Keys:
             return
         frame = pl.DataFrame({f"c{i}": col for i, col in enumerate(cols)},
                              schema={f"c{i}": pl.String for i in range(len(cols))})
-        row = pl.struct(pl.all())
-        self.hashes.append(frame.select(h0=row.hash(0), h1=row.hash(1)))
+        self.hashes.append(frame.select(pl.all().hash(0)))
 
     def result(self) -> dict[str, int]:
         out = dict(self.other)
         if self.hashes:
-            counts = (pl.concat(self.hashes).group_by("h0", "h1").len()
-                      .select(k=pl.format("{}:{}", "h0", "h1"), n="len"))
+            names = self.hashes[0].columns
+            counts = (pl.concat(self.hashes).group_by(names).len()
+                      .select(k=pl.concat_str(names, separator=":"), n="len"))
             out.update(zip(counts["k"].to_list(), counts["n"].to_list(), strict=True))
         return out
 

@@ -175,6 +175,9 @@ HOSTILE = {
     "empty": b"",
     "only bom": b"\xef\xbb\xbf",
     "u2028 line": '{"id":"a","text":"x\u2028y"}\n{"id":"b","text":"y"}\n'.encode(),
+    "string ids": _jsonl([{"id": i, "text": "t"} for i in
+                          ["é", 'q"', "b\\s", "tab\t", "x\x7f", "", "a", "a", "\u2028"]]),
+    "ascii ids": _jsonl([{"id": i, "text": "t"} for i in ["", "a", "a", " ~!", "b"]]),
     "cr inside": b'{"id":"a","text":"x"}\r{"id":"b","text":"y"}\n',
 }
 
