@@ -131,6 +131,8 @@ def flow_(
         typer.echo(f"  {step['step_id']:<16} {step['status']:<9} {step['output_dir'] or ''}")
     typer.echo(f"flow: {result['status']}; policy {result['policy_status']} "
                f"(applied: {result['policy_applied']}); report {root / 'flow_report.json'}")
+    if (root / "report.html").is_file():
+        typer.echo(f"the run on one page: {root / 'report.html'}")
 
 
 @app.command("report")

@@ -101,6 +101,7 @@ def flow_run(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     proc = subprocess.run([sys.executable, "-m", "flows.cli", "flow", "--config", str(path)],
                           env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"the run on one page: {root.resolve() / 'report.html'}" in proc.stdout
     api = f"{ui_server}/api"
     runs = httpx.post(f"{api}/flow_runs/filter", json={"limit": 50}, timeout=30).json()
     flows = httpx.post(f"{api}/flows/filter", json={"limit": 50}, timeout=30).json()
