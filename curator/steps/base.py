@@ -263,6 +263,8 @@ class StepRun:
     def producer(self) -> dict[str, Any]:
         """The one producer block: who made the artifact, from what, when, where."""
         ex = self.config.execution
+        # the executor that ran (a Python caller may pass one the config does not name)
+        used = self.executor.describe() if self.executor is not None else {}
         block: dict[str, Any] = {
             "step_id": self.step_id,
             "tool_revision": tool_revision(),
@@ -271,7 +273,8 @@ class StepRun:
             "seconds": round(time.perf_counter() - self._t0, 3),
             "output_dir": str(self.out),
             "resumed_partitions": self.resumed_partitions,
-            "execution": {"executor": ex.executor, "workers": ex.workers,
+            "execution": {"executor": used.get("executor", ex.executor),
+                          "workers": used.get("workers", ex.workers),
                           "partitions": self.partitions_total},
         }
         if self.completed:
