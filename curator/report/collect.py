@@ -90,6 +90,16 @@ class RunArtifacts:
     funnel: list[Stage]
     tiers: list[Stage]
 
+    def local(self, path: str | Path) -> Path:
+        """``path`` under this root when an artifact names it under the root the run
+        wrote to (a copied or moved root); else ``path``."""
+        p = Path(path)
+        written = Path(str((self.flow_report or self.flow_plan or {}).get("output_root")
+                           or self.root))
+        if written != self.root and p.is_relative_to(written):
+            return self.root / p.relative_to(written)
+        return p
+
     def step(self, key: str) -> StepArtifacts | None:
         return next((s for s in self.steps if s.key == key), None)
 
@@ -123,9 +133,10 @@ def collect(root: str | Path) -> RunArtifacts:
     steps = []
     for spec in STEPS:
         config = dict(configs.get(spec.key) or {})
-        out = Path(str(config.get("output_dir") or ""))
-        if not config.get("output_dir") or not out.exists():
-            out = root / spec.output_subdir
+        # the root's own subdir first (a copied or moved root), else the planned dir
+        out = root / spec.output_subdir
+        if not out.exists() and config.get("output_dir"):
+            out = Path(str(config["output_dir"]))
         config["output_dir"] = str(out)
         try:
             completion = spec.completion_path(config)
@@ -138,10 +149,9 @@ def collect(root: str | Path) -> RunArtifacts:
         steps.append(StepArtifacts(spec, config, out, completion, data, problem,
                                    statuses.get(spec.step_id)))
     artifacts = (flow or plan or {}).get("artifacts") or {}
-    policy_path = Path(str(artifacts.get("approved_policy") or root / "policy" /
-                           "approved_policy.yaml"))
-    if not policy_path.is_file():
-        policy_path = root / "policy" / "approved_policy.yaml"
+    policy_path = root / "policy" / "approved_policy.yaml"
+    if not policy_path.is_file() and artifacts.get("approved_policy"):
+        policy_path = Path(str(artifacts["approved_policy"]))
     try:
         policy = yaml.safe_load(policy_path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):

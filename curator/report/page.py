@@ -69,7 +69,7 @@ class Page:
         self.parts.extend(html)
 
     def link(self, path: Path | str, text: str | None = None) -> str:
-        p = Path(path)
+        p = self.run.local(path)
         rel = os.path.relpath(p, self.run.root)
         href = quote(rel.replace(os.sep, "/")) + ("/" if p.is_dir() else "")
         return f'<a href="{escape(href)}">{escape(text or rel)}</a>'

@@ -157,3 +157,19 @@ def test_a_failed_flow_still_writes_the_report(tmp_path: Path) -> None:
     assert "last flow: failed" in text
     assert "error disk_on_fire: ingest: <b>no</b> space left" in text  # escaped, shown
     assert "<b>no</b>" not in html
+
+
+def test_a_copied_root_reports_itself(run: Path, expected: dict, tmp_path: Path) -> None:
+    """The page of a copied output root reads the copy's artifacts and links into it."""
+    import shutil
+
+    copy = tmp_path / "copied"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    for p in copy.glob("subset/budget_*/*"):
+        p.write_text("")  # the copy's tiers differ from the original's: the page says so
+    html = build_html(copy)
+    text, _ = page_text(html)
+    assert f"output root {copy}" in text
+    hrefs = re.findall(r'href="([^"]+)"', html)
+    assert hrefs and all(not h.startswith("..") and (copy / h).exists() for h in hrefs)
+    assert f"after filter {expected['filter']:,} " in text  # the copied artifacts' counts
