@@ -190,7 +190,7 @@ def _funnel(page: Page) -> None:
     previous: int | None = None
     for st in [*run.funnel, *run.tiers]:
         losses = "".join(
-            f"<li>{escape(x.reason)}: {_n(x.documents)} documents"
+            f"<li>{escape(x.reason)}: {_n(x.documents)} document{'' if x.documents == 1 else 's'}"
             + (f", {_n(x.tokens)} tokens" if x.tokens is not None else "") + "</li>"
             for x in st.losses) or '<li class="muted">none</li>'
         checks = ['<span class="ok">balanced</span>' if st.balanced else
