@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ PathSpec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
 #: folders a directory walk never enters: every step writes its rejected records there
+log = logging.getLogger("curator.io")
+
 SIDE_DIRS = frozenset({"rejected"})
 
 
@@ -37,6 +40,10 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
                 for name in files:
                     path = os.path.join(root, name)
                     if extensions is None or has_extension(path, extensions):
+                        if not os.path.isfile(path):  # a FIFO (opening it would block
+                            # for ever), a device, a broken or looping symlink
+                            log.warning("input: %s is not a regular file: skipped", path)
+                            continue
                         found.add(os.path.abspath(path))
         elif glob.has_magic(text):
             for path in glob.glob(text, recursive=True):

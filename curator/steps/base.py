@@ -184,13 +184,29 @@ class StepRun:
         finally:
             if self.touched_output:
                 with self._interrupts.deferred():
-                    result = self.write_artifacts()
+                    result = self.write_reports()
         with self._interrupts.deferred():
             self.cleanup()
         log.info("%s: done in %.1f s, output in %s", self.step_id,
                  time.perf_counter() - self._t0, self.out)
         self.verdict(result)
         return result
+
+    def write_reports(self) -> dict[str, Any]:
+        """:meth:`write_artifacts`, on a full or read-only disk too: a failed run's error
+        is kept (not replaced by the report's own ``OSError``); a completed run whose
+        report cannot be written fails with ``report_not_written``."""
+        try:
+            return self.write_artifacts()
+        except OSError as exc:
+            if self.error is not None:
+                log.error("%s: the report of the failed run could not be written: %s",
+                          self.step_id, exc)
+                return {}
+            self.completed = False
+            raise CuratorError("report_not_written",
+                               f"{self.step_id}: the report could not be written to "
+                               f"{self.out}: {exc}") from exc
 
     def write_artifacts(self) -> dict[str, Any]:
         """Write every artifact, the completion artifact (the last) with the producer."""
