@@ -43,12 +43,14 @@ class WorkerChain:
 
     token: str
     blob: bytes
+    name: str = ""  # the pipeline's name (``audit-scan``): what an observer calls its units
 
     @classmethod
-    def from_adapters(cls, token: str, adapters: list[StageAdapter]) -> WorkerChain:
+    def from_adapters(cls, token: str, adapters: list[StageAdapter],
+                      name: str = "") -> WorkerChain:
         for adapter in adapters:
             _pickle_by_value_if_local(type(adapter.stage))
-        return cls(token=token, blob=cloudpickle.dumps(adapters))
+        return cls(token=token, blob=cloudpickle.dumps(adapters), name=name)
 
 
 _PACKAGES = ("curator", "executors", "flows")

@@ -245,7 +245,7 @@ class Pipeline:
         failures: list[tuple[str, BaseException]] = []
         unfinished: list[str] = []
         done = 0
-        chain = WorkerChain.from_adapters(uuid.uuid4().hex, adapters[src + 1 :])
+        chain = WorkerChain.from_adapters(uuid.uuid4().hex, adapters[src + 1 :], self.name)
         queue = list(reversed(pending))
         inflight: dict[cf.Future[UnitResult], Task] = {}
         abandon = False

@@ -54,12 +54,16 @@ class PrefectTaskExecutor(Executor):
         self.inner = inner
         self.name = inner.name
         self._observers: list[Any] = []
+        self._prefix = "partition"
 
     @property
     def capacity(self) -> int:
         return self.inner.capacity
 
     def start(self, chain: WorkerChain) -> None:
+        # task runs are named after the pass (``audit-scan-<source>``): a step's passes
+        # over the same partitions are told apart in the UI
+        self._prefix = chain.name or "partition"
         self.inner.start(chain)
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
@@ -69,7 +73,7 @@ class PrefectTaskExecutor(Executor):
             _PENDING[key] = future
         sid = task.source_id or "?"
         self._observers.append(
-            source_partition.with_options(task_run_name=f"partition-{sid}").submit(key, sid)
+            source_partition.with_options(task_run_name=f"{self._prefix}-{sid}").submit(key, sid)
         )
         return future
 

@@ -39,7 +39,8 @@ def make_step_flow(spec: StepSpec) -> Flow[..., dict[str, Any]]:
         since = time.time()
         try:
             with executor, engine_logs_to_prefect():
-                return spec.run(cfg, executor, on_progress=PhaseProgress(spec.key))
+                progress = PhaseProgress(spec.key, key_prefix=spec.key)
+                return spec.run(cfg, executor, on_progress=progress)
         finally:
             publish(spec, cfg.model_dump(mode="json"), since)
 

@@ -79,7 +79,7 @@ def _wait_for_task_runs(flow_name: str, expected: list[int], timeout: float = 60
     deadline = time.monotonic() + timeout
     while True:
         runs = asyncio.run(_runs(flow_name))
-        counts = [len([t for t in trs if t.name.startswith("partition-")]) for _, trs, _ in runs]
+        counts = [len([t for t in trs if t.name.startswith("flow-test-")]) for _, trs, _ in runs]
         finals = all(t.state and t.state.is_final() for _, trs, _ in runs for t in trs)
         if (counts == expected and finals) or time.monotonic() > deadline:
             return runs
@@ -114,8 +114,8 @@ def test_flow_runs_each_partition_as_a_task_run_and_resumes(prefect_api, tmp_pat
     runs = _wait_for_task_runs(name, [4, 0])
     (fr1, trs1, arts1), (fr2, _trs2, _arts2) = runs
     assert fr1.state.is_completed() and fr2.state.is_completed()
-    parts = sorted(t.name for t in trs1 if t.name.startswith("partition-"))
-    assert parts == sorted(f"partition-{p.stem}" for p in out.iterdir())
+    parts = sorted(t.name for t in trs1 if t.name.startswith("flow-test-"))
+    assert parts == sorted(f"flow-test-{p.stem}" for p in out.iterdir())  # pipeline-source
     assert all(t.state.is_completed() for t in trs1)
     progress = [a for a in arts1 if a.type == "progress"]
     assert progress and progress[0].data == pytest.approx(100.0)
