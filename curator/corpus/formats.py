@@ -9,7 +9,10 @@ JSONL). Matching is case-insensitive.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
 PARQUET_EXTENSIONS = (".parquet", ".pq")
@@ -58,3 +61,22 @@ def is_parquet(path: str) -> bool:
 def file_format(path: str) -> str:
     """``"parquet"`` or ``"jsonl"`` (anything that is not Parquet is read as JSONL)."""
     return "parquet" if is_parquet(path) else "jsonl"
+
+
+def shard_name(index: int) -> str:
+    """The file name of a step's output shard ``index`` (``part_<index>.jsonl``)."""
+    return f"part_{index}.jsonl"
+
+
+def shard_summary(path: Path) -> dict[str, Any] | None:
+    """A written shard as a manifest lists it: name, rows (lines) and sha256, in one
+    read; ``None`` when it is absent."""
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
+    rows = 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            rows += chunk.count(b"\n")
+    return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}

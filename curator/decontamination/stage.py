@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from curator.corpus.formats import shard_name
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
@@ -43,10 +44,6 @@ BATCH_CHARS = 1_000_000
 #: the rules, in the order a removal names them
 IDENTITY, JACCARD, CONTAINMENT = "identity", "jaccard", "containment"
 HOLDOUT_FILE = "holdout.json"
-
-
-def shard_name(index: int) -> str:
-    return f"part_{index}.jsonl"
 
 
 def scan_work_file(work_dir: str | Path, sid: str) -> Path:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from curator.corpus.formats import shard_name
 from curator.corpus.langid import LanguageModel
 from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, source_of
@@ -21,10 +22,6 @@ from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
 
 BATCH = 2048
-
-
-def shard_name(index: int) -> str:
-    return f"part_{index}.jsonl"
 
 
 def _num(name: str, value: float) -> float | int | None:

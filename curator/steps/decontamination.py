@@ -26,7 +26,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.config import StepConfig
-from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES, is_compressed
+from curator.corpus.formats import (
+    JSONL_EXTENSIONS,
+    PARQUET_NAMES,
+    is_compressed,
+    shard_name,
+    shard_summary,
+)
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import (
@@ -41,7 +47,6 @@ from curator.decontamination.stage import (
     Rules,
     ScanStage,
     scan_work_file,
-    shard_name,
 )
 from curator.decontamination.text import (
     Normalization,
@@ -370,16 +375,7 @@ class DecontaminationRun(StepRun):
 
     # -- artifacts ---------------------------------------------------------------------
     def _shard(self, index: int) -> dict[str, Any] | None:
-        path = self.out / shard_name(index)
-        if not path.is_file():
-            return None
-        h = hashlib.sha256()
-        rows = 0
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-                rows += chunk.count(b"\n")
-        return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}
+        return shard_summary(self.out / shard_name(index))
 
     def params(self) -> dict[str, Any]:
         cfg = self.config

@@ -20,7 +20,6 @@ One straight line:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import platform
 from pathlib import Path
@@ -31,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curator.config import StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
-from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_EXTENSIONS, PARQUET_NAMES
+from curator.corpus.formats import (
+    JSONL_EXTENSIONS,
+    PARQUET_EXTENSIONS,
+    PARQUET_NAMES,
+    shard_name,
+    shard_summary,
+)
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.corpus.reading import iter_lines
 from curator.corpus.records import RecordSpec, source_of
@@ -39,7 +44,7 @@ from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
-from curator.filter.stage import FilterStage, shard_name
+from curator.filter.stage import FilterStage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
@@ -399,16 +404,7 @@ class FilterRun(StepRun):
         return {"resolved_policy": self.policy.resolved()} if self.policy is not None else {}
 
     def _shard(self, index: int) -> dict[str, Any] | None:
-        path = self.out / shard_name(index)
-        if not path.is_file():
-            return None
-        h = hashlib.sha256()
-        rows = 0
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-                rows += chunk.count(b"\n")
-        return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}
+        return shard_summary(self.out / shard_name(index))
 
     def _shards_on_disk(self) -> list[dict[str, Any]]:
         found = (p.stem[len("part_"):] for p in self.out.glob("part_*.jsonl"))

@@ -32,7 +32,13 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator.config import StepConfig
-from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_EXTENSIONS, PARQUET_NAMES, SIDECARS
+from curator.corpus.formats import (
+    JSONL_EXTENSIONS,
+    PARQUET_EXTENSIONS,
+    PARQUET_NAMES,
+    SIDECARS,
+    shard_name,
+)
 from curator.corpus.reading import iter_lines
 from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
@@ -59,7 +65,6 @@ from curator.subset.stages import (
     WriteStage,
     count_file,
     select_file,
-    shard_name,
     tier_dir,
 )
 

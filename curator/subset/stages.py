@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curator.corpus.formats import shard_name
 from curator.corpus.reading import iter_records, map_lines
 from curator.corpus.records import (
     MISSING_ID,
@@ -59,10 +60,6 @@ def select_file(work: str | Path, index: int) -> Path:
 
 def tier_dir(budget: int, unit: str) -> str:
     return f"budget_{budget}_{unit}"
-
-
-def shard_name(index: int) -> str:
-    return f"part_{index}.jsonl"
 
 
 def _write_parquet(path: Path, table: pa.Table) -> None:
