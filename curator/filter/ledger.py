@@ -33,8 +33,12 @@ def build_ledger(
     quarantined_units: list[dict[str, Any]],
     mode: str,
     completed: bool,
+    gate_order: str = "reference",
 ) -> dict[str, Any]:
-    """A ledger with its derived fields; an unbalanced one records ``unattributed``."""
+    """A ledger with its derived fields; an unbalanced one records ``unattributed``.
+
+    ``notes.gate_order`` appears when the gates were not attributed in the reference's
+    stage order (``cheapest_first``: word bounds, policy, then language)."""
     by_reason = {k: int(v) for k, v in sorted(filtered_by_reason.items()) if v}
     ledger: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -47,6 +51,8 @@ def build_ledger(
         "quarantined_units": quarantined_units,
         "notes": {"attribution": "per_gate", "completed": completed, "mode": mode},
     }
+    if gate_order != "reference":
+        ledger["notes"]["gate_order"] = gate_order
     derived = derive(ledger)
     gap = ledger["n_input"] - derived["n_accounted"]
     if gap > 0:  # records that are nowhere: say so, never hide it

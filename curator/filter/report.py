@@ -28,6 +28,7 @@ class FilterFacts:
     output_dir: str
     rejected_dir: str
     language_model: dict[str, Any] | None = None
+    gate_order: str = "reference"  # the attribution order (curator/filter/gates.py)
 
 
 def manifest_and_ledger(facts: FilterFacts, producer: dict[str, Any], *,
@@ -46,7 +47,7 @@ def manifest_and_ledger(facts: FilterFacts, producer: dict[str, Any], *,
     ledger = build_ledger(
         stage=STEP_ID, source=str(input_glob), n_input=c["input"], n_success=n_success,
         filtered_by_reason=c["filtered"], failed_units=failed_units, quarantined_units=[],
-        mode=mode, completed=facts.completed,
+        mode=mode, completed=facts.completed, gate_order=facts.gate_order,
     )
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

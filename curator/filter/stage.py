@@ -15,7 +15,7 @@ from curator.corpus.langid import LanguageModel
 from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, source_of
 from curator.errors import CuratorError
-from curator.filter.gates import WORD_GATE, BatchDecision, GatePlan, decide
+from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, BatchDecision, GatePlan, decide
 from curator.io.writers import atomic_file
 from curator.signals.registry import REGISTRY
 from curator.stages import ProcessingStage
@@ -156,4 +156,6 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         }
         if decision.labels is not None:
             row["language"] = decision.labels[i]
+        if decision.unscored is not None and decision.unscored[i]:
+            row["not_evaluated"] = [LANGUAGE_GATE]  # removed first by a cheaper gate
         return orjson.dumps(row) + b"\n"
