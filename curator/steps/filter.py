@@ -77,6 +77,10 @@ class QualityFilters(BaseModel):
     max_words: int | None = Field(None, ge=0)
     #: score only a document's first characters for language ID (None: the whole text)
     langid_max_chars: int | None = Field(DEFAULT_MAX_CHARS, gt=0)
+    #: evaluation and attribution order of the gates (curator/filter/gates.py)
+    gate_order: Literal["reference", "cheapest_first"] = "reference"
+    #: with cheapest_first: language-score removed documents too (full diagnosis)
+    diagnose_all_gates: bool = False
 
 
 class FilterModels(BaseModel):
@@ -380,14 +384,18 @@ class FilterRun(StepRun):
         if self.policy is not None:
             policy = tuple((name, lo, hi) for name, (lo, hi) in self.policy.thresholds.items())
         return GatePlan(mode=cfg.mode, language=language, words=words, policy=policy,
-                        pack=self.pack)
+                        pack=self.pack, order=q.gate_order,
+                        diagnose_all=q.diagnose_all_gates)
 
     def _after_checks(self) -> None:
         kept = int(self.stats.get("filter.kept", 0))
         by_language = int(self.stats.get(f"filter.filtered.{LANGUAGE_GATE}", 0))
         docs = kept + sum(int(v) for k, v in self.stats.items()
                           if k.startswith("filter.filtered."))
-        if docs and by_language == docs:
+        gates = self.plan.gate_names if self.plan else []
+        before = gates[:gates.index(LANGUAGE_GATE)] if LANGUAGE_GATE in gates else []
+        docs -= sum(int(self.stats.get(f"filter.filtered.{g}", 0)) for g in before)
+        if docs and by_language == docs:  # it removed every document it was shown
             raise CuratorError(
                 "language_filter_removed_everything",
                 f"the language gate removed all {docs} documents: language_codes "
@@ -463,7 +471,8 @@ class FilterRun(StepRun):
             file_count=len(self.files), policy=policy,
             gates=self.plan.gate_names if self.plan else [], output_dir=str(self.out),
             rejected_dir=str(self.rejected),
-            language_model=self.model.describe() if self.model is not None else None)
+            language_model=self.model.describe() if self.model is not None else None,
+            gate_order=self.plan.order if self.plan else "reference")
         return manifest_and_ledger(
             facts, producer, input_glob=cfg.input_glob, id_field=cfg.id_field,
             source_field=cfg.source_field, mode=cfg.mode)
