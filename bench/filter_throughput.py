@@ -136,6 +136,23 @@ def measure(fn, repeat: int) -> dict[str, float]:
     return {"cpu_s": C.median(cpus), "wall_s": C.median(walls), "runs": cpus}
 
 
+def measure_interleaved(variants: dict[str, Any], names: list[str],
+                        repeat: int) -> dict[str, dict[str, Any]]:
+    """Each repetition runs every variant once, in turn (so a noisy minute on a shared
+    machine lands on all of them, not on one): medians per variant."""
+    cpus: dict[str, list[float]] = {n: [] for n in names}
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    for rep in range(repeat):
+        for name in names:
+            c0, w0 = cpu(), time.perf_counter()
+            variants[name]()
+            cpus[name].append(cpu() - c0)
+            walls[name].append(time.perf_counter() - w0)
+            print(f"  rep {rep + 1}/{repeat} {name:22} cpu {cpus[name][-1]:7.2f} s", flush=True)
+    return {n: {"cpu_s": C.median(cpus[n]), "wall_s": C.median(walls[n]), "runs": cpus[n]}
+            for n in names}
+
+
 @dataclass
 class Bench:
     """What a throughput benchmark over the generated corpus starts from: the shards,
@@ -168,12 +185,15 @@ class Bench:
 
 
 def run_variants(variants: dict[str, Any], names: list[str], repeat: int, data_mb: float,
-                 docs: int) -> dict[str, dict[str, Any]]:
+                 docs: int, interleave: bool = False) -> dict[str, dict[str, Any]]:
     """Measure each named variant (median CPU and wall seconds over ``repeat`` runs), print
     per-core throughput and, with a ``floor`` variant, each one's multiple of it."""
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = (
+        measure_interleaved(variants, names, repeat) if interleave else {})
     for name in names:
-        results[name] = r = measure(variants[name], repeat)
+        if not interleave:
+            results[name] = measure(variants[name], repeat)
+        r = results[name]
         r["mb_per_cpu_s"] = data_mb / r["cpu_s"]
         r["docs_per_cpu_s"] = docs / r["cpu_s"]
         print(f"{name:22} cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  "
@@ -195,8 +215,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/cb-filter-data"))
     parser.add_argument("--langid-max-chars", type=int, default=500)
-    parser.add_argument("--variants", default="floor,filter,gates:language,gates:words,"
-                        "gates:policy,gates:none")
+    parser.add_argument("--variants", default="floor,filter,filter:cheapest,gates:language,"
+                        "gates:words,gates:policy,gates:none",
+                        help="also: filter:diagnose (cheapest_first + diagnose_all_gates), "
+                        "filter:chars<N> / filter:cheapest:chars<N> (langid_max_chars N)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="all repetitions of a variant in a row (default: interleaved)")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/filter_throughput.json)")
     args = parser.parse_args()
@@ -205,8 +229,10 @@ def main() -> None:
         b.files, b.data_mb, b.docs, b.work, b.policy, b.glob, b.floor)
 
     counter = itertools.count()
+    #: per variant, what the first run decided: kept shards' digests, removals by gate
+    decisions: dict[str, dict[str, Any]] = {}
 
-    def filt(**keys: Any):
+    def filt(variant: str = "", **keys: Any):
         def run() -> None:
             out = work / f"out-{next(counter)}"
             base: dict[str, Any] = {
@@ -219,22 +245,50 @@ def main() -> None:
             }
             base.update(keys)
             run_filter(FilterConfig(**base))
+            if variant and variant not in decisions:
+                m = json.loads((out / "run_manifest.json").read_text())
+                decisions[variant] = {
+                    "kept_rows": m["output"]["row_count"],
+                    "kept_sha256": hashlib.sha256("".join(
+                        s["sha256"] for s in m["output"]["shards"]).encode()).hexdigest(),
+                    "filtered": m["declared"]["filtered"], "gates": m["gates"]}
             shutil.rmtree(out)
         return run
+
+    def quality(**extra: Any) -> dict[str, Any]:
+        return {"min_words": 20, "max_words": 100000,
+                "langid_max_chars": args.langid_max_chars, **extra}
 
     no_words = {"min_langid_score": 0.3, "langid_max_chars": args.langid_max_chars}
     variants = {
         "floor": floor,
-        "filter": filt(),
+        "filter": filt("filter"),
+        "filter:cheapest": filt("filter:cheapest",
+                                quality_filters=quality(gate_order="cheapest_first")),
+        "filter:diagnose": filt("filter:diagnose", quality_filters=quality(
+            gate_order="cheapest_first", diagnose_all_gates=True)),
         "gates:language": filt(heuristic_filters=None, quality_filters=no_words),
         "gates:words": filt(heuristic_filters=None, language_codes=[]),
         "gates:policy": filt(language_codes=[], quality_filters=no_words),
         "gates:none": filt(heuristic_filters=None, language_codes=[], quality_filters=no_words),
     }
+    names = args.variants.split(",")
+    for name in names:  # filter:chars200, filter:cheapest:chars200
+        if name.startswith("filter") and ":chars" in name:
+            chars = int(name.rsplit(":chars", 1)[1])
+            order = "cheapest_first" if ":cheapest" in name else "reference"
+            variants[name] = filt(name, quality_filters={**quality(gate_order=order),
+                                                         "langid_max_chars": chars})
     pl.DataFrame({"a": [1]}).write_ndjson(work / "warm.jsonl")
-    results = run_variants(variants, args.variants.split(","), args.repeat, data_mb, docs)
+    results = run_variants(variants, names, args.repeat, data_mb, docs,
+                           interleave=not args.sequential)
+    if decisions:
+        print("decisions (kept rows, digest of the kept shards, removals by gate):")
+        for name, d in decisions.items():
+            print(f"  {name:24} {d['kept_rows']:8} {d['kept_sha256'][:16]} {d['filtered']}")
     C.write_result(NAME, {"data_mb": data_mb, "docs": docs, "files": len(files),
                           "langid_max_chars": args.langid_max_chars, "policy": POLICY,
+                          "interleaved": not args.sequential, "decisions": decisions,
                           "machine_load": C.machine_load(), "results": results}, args.out)
 
 
