@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator.corpus.formats import is_parquet
-from curator.corpus.reading import UTF8_BOM, iter_parquet_rows, map_lines
+from curator.corpus.reading import UTF8_BOM, iter_parquet_rows, map_lines, parquet_column_names
 from curator.ingest.records import IdentitySpec, PartitionRecords, parse_jsonl
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
@@ -101,4 +101,4 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         for row, obj in enumerate(iter_parquet_rows(path)):
             records.add(obj, path=path, file_index=index, pos=row, line=None, offset=None,
                         encoding="parquet", raw=None, row=row)
-        records.column_names.update(pq.read_schema(path).names)
+        records.column_names.update(parquet_column_names(path))  # a URL too

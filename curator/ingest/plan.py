@@ -16,6 +16,7 @@ from curator.corpus.formats import (
     is_compressed,
 )
 from curator.errors import CuratorError
+from curator.io import storage
 from curator.io.partitioning import resolve_input_files
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask
@@ -28,12 +29,14 @@ class InputPlan:
     skipped_own_output: list[str]
 
 
-def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path) -> InputPlan:
+def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path | str) -> InputPlan:
     """Resolve ``input``; skip sidecars and files under ``output_dir``; check formats."""
     found = resolve_input_files(spec, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
-    out = str(output_dir.resolve()) + os.sep
+    out = (str(output_dir).rstrip("/") + "/" if storage.is_remote(output_dir)  # a URL
+           else str(Path(output_dir).resolve()) + os.sep)
     # Real paths: a corpus named through a symlink still contains output_dir.
-    own = [p for p in found if os.path.realpath(p).startswith(out)]
+    own = [p for p in found
+           if (p if storage.is_remote(p) else os.path.realpath(p)).startswith(out)]
     skipped = set(own)
     files = [p for p in found if p not in skipped and Path(p).name not in SIDECARS]
     if not files:
@@ -116,8 +119,9 @@ class IngestPartitioning(ProcessingStage[EmptyTask, FileGroupTask]):
             current, current_bytes = [], 0
 
         for path in self.files:  # already sorted: groups stay in global order
-            size = os.path.getsize(path)
-            splittable = file_format(path) == "jsonl" and not is_compressed(path)
+            size = storage.size(path)  # an object (s3://...) is read whole, never split
+            splittable = (file_format(path) == "jsonl" and not is_compressed(path)
+                          and not storage.is_remote(path))
             if splittable and size > self.block:
                 flush()
                 for start, end, first_line in line_aligned_ranges(path, self.block):

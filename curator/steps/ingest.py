@@ -127,7 +127,8 @@ class IngestRun(StepRun):
     def refuse(self) -> None:
         self.identity = self.config.identity()
         self.fields["identity"] = identity_block(self.identity)
-        self.plan = resolve_inputs(self.config.input, self.config.format, self.out)
+        self.plan = resolve_inputs(self.config.input, self.config.format,
+                                   self.output_url or self.out)  # the URL's own files too
 
     def clear_outputs(self) -> None:
         for path in self.out.glob("part_*.jsonl"):
