@@ -25,6 +25,7 @@ from typing import Any
 
 from curator.corpus.formats import GZIP_SUFFIX, ZSTD_SUFFIX, is_compressed, is_parquet
 from curator.corpus.records import RecordSpec, Rejection, classify_line, classify_record
+from curator.io import storage
 
 UTF8_BOM = b"\xef\xbb\xbf"
 #: Parquet rows are converted to records this many at a time
@@ -35,7 +36,10 @@ ByteRange = tuple[int, int]
 
 def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
     """The bytes of a (possibly .gz/.zst) file, or of the whole lines starting in a range
-    (a compressed file is always read whole)."""
+    (a compressed file is always read whole). A URL (``s3://...``) is read through
+    :mod:`curator.io.storage`: one GET of the whole object."""
+    if storage.is_remote(path):
+        return _read_remote(path, byte_range)
     lower = path.lower()
     if lower.endswith(GZIP_SUFFIX):
         with gzip.open(path, "rb") as f:
@@ -62,6 +66,30 @@ def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
         return data
 
 
+def _read_remote(url: str, byte_range: ByteRange | None) -> bytes:
+    lower = url.lower()
+    data = storage.read(url)
+    if lower.endswith(GZIP_SUFFIX):
+        return gzip.decompress(data)
+    if lower.endswith(ZSTD_SUFFIX):
+        import io
+
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as f:
+            return f.read()
+    if byte_range is None:
+        return data
+    start, end = byte_range  # whole lines starting in the range, as for a local file
+    if start > 0 and data[start - 1:start] != b"\n":
+        nl = data.find(b"\n", start)
+        start = len(data) if nl < 0 else nl + 1
+    if start >= end:
+        return b""
+    nl = data.find(b"\n", end - 1)
+    return data[start:len(data) if nl < 0 else nl + 1]
+
+
 def map_lines(path: str, byte_range: ByteRange | None = None
               ) -> tuple[bytes | mmap.mmap, int, int]:
     """What :func:`read_bytes` returns, as ``(buffer, start, end)``: the bytes are
@@ -73,7 +101,7 @@ def map_lines(path: str, byte_range: ByteRange | None = None
     As with any memory map (polars maps its input too), the file must not be
     truncated while the buffer is in use. Otherwise the buffer is ``read_bytes``'.
     """
-    if is_compressed(path):
+    if is_compressed(path) or storage.is_remote(path):
         data = read_bytes(path, byte_range)
         return data, 0, len(data)
     with open(path, "rb") as f:
@@ -107,7 +135,8 @@ def read_block(path: str, byte_range: ByteRange | None) -> tuple[int, bytes]:
     For a compressed file the offsets are in the decompressed stream (and a compressed
     file is never split into ranges).
     """
-    if byte_range is None or byte_range[0] == 0 or is_compressed(path):
+    if (byte_range is None or byte_range[0] == 0 or is_compressed(path)
+            or storage.is_remote(path)):  # an object is never split into ranges
         return 0, read_bytes(path, byte_range)
     with open(path, "rb") as f:
         f.seek(byte_range[0] - 1)
@@ -142,8 +171,23 @@ def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
     """Every row of a Parquet file as a dict, in file order."""
     import pyarrow.parquet as pq
 
+    if storage.is_remote(path):
+        with storage.open_read(path) as f:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+                yield from batch.to_pylist()
+        return
     for batch in pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
         yield from batch.to_pylist()
+
+
+def parquet_column_names(path: str) -> list[str]:
+    """The column names of a Parquet file (local or a URL)."""
+    import pyarrow.parquet as pq
+
+    if storage.is_remote(path):
+        with storage.open_read(path) as f:
+            return list(pq.read_schema(f).names)
+    return list(pq.read_schema(path).names)
 
 
 def iter_records(path: str, byte_range: ByteRange | None, spec: RecordSpec

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from curator.corpus.formats import COMPRESSED_SUFFIXES, JSONL_EXTENSIONS, has_extension
 from curator.errors import CuratorError
+from curator.io import storage
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask
 
@@ -32,7 +33,9 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
     found: set[str] = set()
     for item in items:
         text = os.fspath(item)
-        if os.path.isdir(text):
+        if storage.is_remote(text):  # an fsspec URL: a directory, a glob or an object
+            found.update(_resolve_remote(text, extensions))
+        elif os.path.isdir(text):
             for root, dirs, files in os.walk(text):
                 # a step's own side folders are not corpus: its rejections and its
                 # hidden work files (``rejected/``, ``.staging/``, ``.profile-work/``)
@@ -57,6 +60,19 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
                 "input_matched_no_files", f"input path {text!r} does not exist"
             )
     return sorted(found)
+
+
+def _resolve_remote(url: str, extensions: Sequence[str] | None) -> list[str]:
+    """The files a URL names, as :func:`resolve_input_files` resolves a local path."""
+    if glob.has_magic(url):
+        files = storage.glob(url)
+    elif storage.isdir(url):
+        files = storage.walk_files(url, SIDE_DIRS)
+    elif storage.isfile(url):
+        files = [url]
+    else:
+        raise CuratorError("input_matched_no_files", f"input path {url!r} does not exist")
+    return [f for f in files if extensions is None or has_extension(f, extensions)]
 
 
 def parse_size(value: int | str | None) -> int | None:
@@ -105,7 +121,7 @@ class FilePartitioningStage(ProcessingStage[EmptyTask, FileGroupTask]):
             current: list[str] = []
             current_bytes = 0
             for path in files:
-                size = os.path.getsize(path)
+                size = storage.size(path)
                 if self.split_files and size > block and _splittable(path):
                     for start in range(0, size, block):
                         groups.append(
@@ -131,5 +147,6 @@ class FilePartitioningStage(ProcessingStage[EmptyTask, FileGroupTask]):
 
 
 def _splittable(path: str) -> bool:
-    lower = path.lower()
-    return not lower.endswith(COMPRESSED_SUFFIXES) and has_extension(path, JSONL_EXTENSIONS)
+    lower = path.lower()  # an object is read whole: one GET, never split into ranges
+    return (not storage.is_remote(path) and not lower.endswith(COMPRESSED_SUFFIXES)
+            and has_extension(path, JSONL_EXTENSIONS))

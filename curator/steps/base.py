@@ -39,6 +39,7 @@ from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.interrupts import StepInterrupts
+from curator.io import storage
 from curator.io.writers import clear_stale_temps, write_atomic
 from curator.locking import DirLock, checkpoint_lock, output_lock
 from curator.pipeline import Pipeline, PipelineResult, Progress
@@ -102,6 +103,17 @@ def error_block(error: BaseException | None) -> dict[str, str] | None:
     return {"error_id": "internal_error", "message": f"{type(error).__name__}: {error}"}
 
 
+def _rebase(data: Any, local: str, url: str) -> Any:
+    """``data`` with the local copy's path replaced by the remote URL in every string."""
+    if isinstance(data, str):
+        return data.replace(local, url) if local in data else data
+    if isinstance(data, dict):
+        return {k: _rebase(v, local, url) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_rebase(v, local, url) for v in data]
+    return data
+
+
 class StepRun:
     """One run of a step: its state, so a failure at any point still yields artifacts.
 
@@ -118,8 +130,13 @@ class StepRun:
         self.config = config
         self.executor = executor
         self.on_progress = on_progress
-        self.out = Path(config.output_dir).resolve()  # type: ignore[attr-defined]
         ckpt = config.execution.checkpoint_path
+        # a remote output_dir (s3://...) is written to a local copy, then published
+        # (curator.io.storage, docs/storage.md); everything else sees a local directory
+        url = config.output_dir  # type: ignore[attr-defined]
+        self.output_url: str | None = url.rstrip("/") if storage.is_remote(url) else None
+        self.out = (storage.local_copy_dir(url, ckpt, self.key) if self.output_url
+                    else Path(url).resolve())
         self.ckpt_root = Path(ckpt).resolve() / self.key if ckpt else None
         self.work = self.out / f".{self.key}-work"
         self.started_at = utc_now()
@@ -166,6 +183,7 @@ class StepRun:
 
     def _run(self) -> dict[str, Any]:
         try:
+            refuse(storage.check_checkpoint_local(self.config.execution.checkpoint_path))
             refuse(self.config.preflight())
             if self.out.is_dir():  # before refuse(): it reads what a running run writes
                 self.lock(checkpoint=False)
@@ -174,6 +192,8 @@ class StepRun:
             self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
             if not self.resuming:
                 self.clear_outputs()
+                if self.output_url:  # what an earlier run published there goes too
+                    storage.unpublish(self.output_url, self.key)
             self.touched_output = True
             clear_stale_temps(*self.output_dirs())  # what a killed run's writers left
             self.execute()
@@ -213,16 +233,42 @@ class StepRun:
         written = self.artifacts()
         result: dict[str, Any] = {}
         for path, data in written:
+            if self.output_url:  # the reports name the URL, not the local copy
+                data = _rebase(data, str(self.out), self.output_url)
             if path is not None:
                 write_json_atomic(path, data)
             result = data
+        if self.output_url:
+            self.publish([p for p, _ in written if p is not None])
         return result
+
+    def publish(self, artifacts: list[Path]) -> None:
+        """Put the local copy's files at the remote ``output_dir``, the artifacts last
+        (:func:`curator.io.storage.publish`)."""
+        assert self.output_url is not None
+        try:
+            storage.publish(self.out, self.output_url, self.key, last=artifacts)
+        except CuratorError:
+            raise
+        except Exception as exc:  # the store's own errors (botocore, gcsfs) included
+            if self.error is not None:
+                log.error("%s: the outputs of the failed run could not be published to "
+                          "%s: %s", self.step_id, self.output_url, exc)
+                return
+            self.completed = False
+            raise CuratorError(
+                "output_not_published",
+                f"{self.step_id}: the outputs could not be published to {self.output_url}: "
+                f"{type(exc).__name__}: {exc}; the local copy {self.out} and the checkpoint "
+                "are kept: rerun to resume and publish again", url=self.output_url) from exc
 
     def cleanup(self) -> None:
         clear_stale_temps(*self.output_dirs())
         shutil.rmtree(self.work, ignore_errors=True)
         if self.ckpt_root is not None:
             shutil.rmtree(self.ckpt_root, ignore_errors=True)
+        if self.output_url:  # published: the remote copy is the output
+            shutil.rmtree(self.out, ignore_errors=True)
 
     # -- what a step fills in ----------------------------------------------------------
     def refuse(self) -> None:

@@ -1,0 +1,257 @@
+"""Object storage: every fsspec URL (``s3://``, ``gs://``, ``memory://`` ...) in one place.
+
+A local path never goes through here (:func:`is_remote` is False): it keeps the direct
+``open``/``mmap``/``os.replace`` paths, their speed and their fsync durability. fsspec
+is imported only when a URL is used. Credentials and endpoints come from fsspec's usual
+environment (``AWS_*``, ``FSSPEC_S3_ENDPOINT_URL``, ``GOOGLE_APPLICATION_CREDENTIALS``;
+``docs/storage.md``).
+
+A run with a remote ``output_dir`` writes its outputs to a local *staging copy* of the
+output directory (:func:`local_copy_dir`, on the checkpoint's disk) exactly as it
+writes a local output, then :func:`publish` puts each finished file with one ``put``
+(an object store makes one put atomic: a reader sees the old object or the whole new
+one), the completion artifact last. What a run published is listed in
+``.curate-published-<step>.json`` beside the outputs, so a later run removes its own
+earlier files, never anyone else's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from curator.errors import CuratorError
+
+log = logging.getLogger("curator.io.storage")
+
+#: schemes that are local files, not object storage
+_LOCAL_SCHEMES = ("file://", "local://")
+#: the list of what a step published, beside its outputs
+PUBLISHED_NAME = ".curate-published-{key}.json"
+
+
+def is_remote(path: object) -> bool:
+    """A URL with a scheme (``s3://b/k``) other than ``file://``; not a local path."""
+    if not isinstance(path, str):
+        return False
+    return "://" in path and not path.startswith(_LOCAL_SCHEMES)
+
+
+def any_remote(paths: object) -> bool:
+    """Whether a path, or any path of a list, is a URL."""
+    if isinstance(paths, str):
+        return is_remote(paths)
+    if isinstance(paths, Sequence):
+        return any(is_remote(p) for p in paths)
+    return False
+
+
+def _fs(url: str) -> tuple[Any, str]:
+    """(filesystem, path inside it) for a URL; fsspec caches the filesystem."""
+    try:
+        import fsspec
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise CuratorError("object_storage_unavailable",
+                           f"{url}: fsspec is not installed ({exc})") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise CuratorError(
+            "object_storage_unavailable",
+            f"{url}: no fsspec filesystem for this URL ({exc}); install its package "
+            "(s3fs for s3://, gcsfs for gs://)", url=url) from None
+
+
+def _fresh(url: str) -> tuple[Any, str]:
+    """:func:`_fs` with the filesystem's listing cache dropped: another process (a worker,
+    another run) may have written since, and a stale listing would hide it."""
+    fs, path = _fs(url)
+    fs.invalidate_cache()
+    return fs, path
+
+
+def _url(fs: Any, path: str) -> str:
+    return fs.unstrip_protocol(path)
+
+
+def join(url: str, *names: str) -> str:
+    return "/".join([url.rstrip("/"), *(n.strip("/") for n in names)])
+
+
+def glob(pattern: str) -> list[str]:
+    """Files matching a glob (``**`` recursive), as full URLs, sorted."""
+    fs, path = _fresh(pattern)
+    return sorted(_url(fs, p) for p in fs.glob(path) if fs.isfile(p))
+
+
+def isdir(url: str) -> bool:
+    fs, path = _fresh(url)
+    return bool(fs.isdir(path))
+
+
+def isfile(url: str) -> bool:
+    fs, path = _fresh(url)
+    return bool(fs.isfile(path))
+
+
+def exists(url: str) -> bool:
+    fs, path = _fresh(url)
+    return bool(fs.exists(path))
+
+
+def size(path: str) -> int:
+    """The size of a local file or of an object."""
+    if not is_remote(path):
+        return os.path.getsize(path)
+    fs, p = _fs(path)
+    return int(fs.size(p))
+
+
+def walk_files(url: str, skip_dirs: Iterable[str] = ()) -> list[str]:
+    """Every file under a directory URL, as URLs, sorted; folders named in ``skip_dirs``
+    or hidden (a name starting with ``.``) are not entered, hidden files are left out."""
+    fs, root = _fresh(url)
+    skip = set(skip_dirs)
+    found = []
+    for path in fs.find(root):
+        rel = path[len(root.rstrip("/")) + 1:] if path.startswith(root.rstrip("/")) else path
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts) or any(p in skip for p in parts[:-1]):
+            continue
+        found.append(_url(fs, path))
+    return sorted(found)
+
+
+def list_files(url: str) -> list[str]:
+    """Every file under a directory URL (hidden ones too), relative to it, sorted."""
+    fs, root = _fresh(url)
+    base = root.rstrip("/") + "/"
+    return sorted(p[len(base):] for p in fs.find(root) if p.startswith(base))
+
+
+def open_read(url: str) -> BinaryIO:
+    """An object opened for reading (seekable, read through ranges)."""
+    fs, path = _fs(url)
+    return fs.open(path, "rb")
+
+
+def read(url: str, start: int | None = None, end: int | None = None) -> bytes:
+    """An object's bytes, or bytes ``start:end`` of it (one ranged GET)."""
+    fs, path = _fs(url)
+    return bytes(fs.cat_file(path, start=start, end=end))
+
+
+def put_file(local: str | os.PathLike[str], url: str) -> None:
+    """Upload a finished local file to ``url`` with one put (atomic on an object store)."""
+    fs, path = _fs(url)
+    fs.put_file(os.fspath(local), path)
+
+
+def write_bytes(url: str, data: bytes) -> None:
+    """``data`` to ``url``: a local temp file, then one put."""
+    with tempfile.NamedTemporaryFile(prefix=".curate-put-", delete=True) as tmp:
+        tmp.write(data)
+        tmp.flush()
+        put_file(tmp.name, url)
+
+
+def remove(url: str) -> None:
+    """Remove an object (gone already is fine)."""
+    fs, path = _fs(url)
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm_file(path)
+
+
+def local_copy_dir(url: str, checkpoint_path: str | None, key: str) -> Path:
+    """Where a step with a remote ``output_dir`` writes before it publishes: on the
+    local disk, beside the checkpoint (``<checkpoint_path>/.<key>-output-<digest>``), or
+    under the temp directory when the run has no checkpoint. The digest is the URL's,
+    so a resumed run of the same output finds its files again."""
+    digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:12]
+    base = (Path(checkpoint_path).resolve() if checkpoint_path
+            else Path(tempfile.gettempdir()) / "curator-outputs")
+    return base / f".{key}-output-{digest}"
+
+
+def check_checkpoint_local(checkpoint_path: str | None) -> list[tuple[str, str]]:
+    """A checkpoint directory on object storage is refused: LMDB needs a local disk."""
+    if checkpoint_path and is_remote(checkpoint_path):
+        return [("checkpoint_on_object_storage",
+                 f"execution.checkpoint_path {checkpoint_path!r} is on object storage: the "
+                 "checkpoint is LMDB files, which need a local disk (memory maps and file "
+                 "locks); put it on the driver's local disk, outputs may stay on the bucket")]
+    return []
+
+
+def unsupported(step: str, config: Any, keys: Sequence[str]) -> list[tuple[str, str]]:
+    """``object_storage_unsupported`` for every key of ``config`` that names a URL: for a
+    step that cannot read or write object storage yet, refused before anything runs."""
+    problems = []
+    for key in keys:
+        value = getattr(config, key, None)
+        if any_remote(value):
+            problems.append((
+                "object_storage_unsupported",
+                f"step {step!r} cannot use object storage for {key} yet ({value!r}): "
+                "use a local or shared-filesystem path (docs/storage.md lists the steps "
+                "that can)"))
+    return problems
+
+
+def _published(url: str, key: str) -> list[str]:
+    name = join(url, PUBLISHED_NAME.format(key=key))
+    try:
+        return list(json.loads(read(name)).get("files", []))
+    except (FileNotFoundError, ValueError):
+        return []
+
+
+def unpublish(url: str, key: str) -> None:
+    """Remove what an earlier run of step ``key`` published at ``url`` (its list, then
+    the files it names, the completion artifact first): a fresh run's first act."""
+    files = _published(url, key)
+    for rel in reversed(files):  # the completion artifact (the last) goes first
+        remove(join(url, rel))
+    remove(join(url, PUBLISHED_NAME.format(key=key)))
+
+
+def publish(local: Path, url: str, key: str, last: Sequence[Path] = ()) -> list[str]:
+    """Put every finished file of the local copy ``local`` at ``url``, one put each,
+    then the files of ``last`` in order (the completion artifact last of all).
+
+    Hidden files and folders (work files, temp files, locks) are not published. Files
+    that an earlier run published and this one did not write are removed before the
+    completion artifact goes up. Returns the published names (relative)."""
+    last_rel = [p.relative_to(local).as_posix() for p in last if p.is_file()]
+    names = []
+    for path in sorted(local.rglob("*")):
+        rel = path.relative_to(local).as_posix()
+        if (path.is_file() and rel not in last_rel
+                and not any(part.startswith(".") for part in rel.split("/"))):
+            names.append(rel)
+    for rel in names:
+        put_file(local / rel, join(url, rel))
+    stale = set(_published(url, key)) - set(names) - set(last_rel)
+    for rel in sorted(stale):
+        remove(join(url, rel))
+    everything = [*names, *last_rel]
+    write_bytes(join(url, PUBLISHED_NAME.format(key=key)),
+                json.dumps({"files": everything}, indent=1).encode())
+    for rel in last_rel:
+        put_file(local / rel, join(url, rel))
+    log.info("published %d files to %s", len(everything), url)
+    return everything
+
+
+__all__ = [
+    "any_remote", "check_checkpoint_local", "exists", "glob", "is_remote", "isdir",
+    "isfile", "join", "list_files", "local_copy_dir", "open_read", "publish", "put_file",
+    "read", "remove", "size", "unpublish", "unsupported", "walk_files", "write_bytes",
+]

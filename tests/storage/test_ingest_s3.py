@@ -1,0 +1,88 @@
+"""Ingest reads its input from, and writes its output to, a real local S3 server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from curator.errors import CuratorError
+from curator.steps.ingest import IngestConfig, run_ingest
+from curator_demo import generate_demo_corpus
+from tests.steps._worlds import KEYS, data_files
+from tests.storage.conftest import s3_objects, upload_dir
+
+INGEST = KEYS["ingest"][0]
+
+
+def _data(objects: dict[str, bytes]) -> dict[str, bytes]:
+    """What data_files keeps of a local output, of the objects of a remote one."""
+    return {k: v for k, v in objects.items()
+            if not k.endswith((".json", ".png"))
+            and not any(p.startswith(".") for p in k.split("/"))}
+
+
+def _same_corpus(remote: dict[str, bytes], local: dict[str, bytes], raw_url: str,
+                 raw: Path) -> None:
+    """The same shards, byte for byte, and the same rejections (a local file larger than
+    partition_size is split into byte ranges, an object never is: the rejections are
+    spread over other files, and name the object's URL)."""
+    def shards(d: dict[str, bytes]) -> dict[str, bytes]:
+        return {k: v for k, v in d.items() if k.startswith("part_")}
+
+    def rejections(d: dict[str, bytes], prefix: str) -> list[bytes]:
+        return sorted(line.replace(prefix.encode(), b"RAW")
+                      for k, v in d.items() if k.startswith("rejected/")
+                      for line in v.splitlines())
+
+    assert shards(remote) == shards(local) and shards(local)
+    assert rejections(remote, raw_url) == rejections(local, str(raw))
+    assert rejections(local, str(raw))
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("raw") / "raw"
+    generate_demo_corpus(folder, docs=240, seed=7)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def local_ingest(raw: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "ingested"
+    run_ingest(IngestConfig(**INGEST, input=str(raw), output_dir=str(out),
+                            execution={"executor": "inline"}))
+    return out
+
+
+def test_ingest_s3_to_s3_writes_the_bytes_of_a_local_run(
+        raw: Path, local_ingest: Path, s3_server: str, bucket: str, tmp_path: Path) -> None:
+    upload_dir(s3_server, raw, bucket, "raw")
+    ckpt = tmp_path / "ckpt"
+    report = run_ingest(IngestConfig(
+        **INGEST, input=f"s3://{bucket}/raw", output_dir=f"s3://{bucket}/ingested",
+        execution={"executor": "inline", "checkpoint_path": str(ckpt)}))
+    assert report["completed_normally"] and report["producer"]["completed_at"]
+    assert report["output_dir"] == f"s3://{bucket}/ingested"
+    objects = s3_objects(s3_server, bucket, "ingested/")
+    _same_corpus(_data(objects), data_files(local_ingest), f"s3://{bucket}/raw", raw)
+    remote_report = json.loads(objects["ingest_report.json"])
+    assert remote_report["counts"] == json.loads(
+        (local_ingest / "ingest_report.json").read_text())["counts"]
+    assert remote_report["input"]["files"] > 1
+    # the local copy and the checkpoint went once published; nothing hidden was put
+    assert not [p for p in ckpt.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+    assert sorted(k for k in objects if k.startswith(".")) == [".curate-published-ingest.json"]
+
+
+def test_checkpoint_on_object_storage_is_refused(raw: Path, s3_server: str, bucket: str,
+                                                tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(CuratorError) as err:
+        run_ingest(IngestConfig(**INGEST, input=str(raw), output_dir=str(out),
+                                execution={"executor": "inline",
+                                           "checkpoint_path": f"s3://{bucket}/ckpt"}))
+    assert err.value.error_id == "checkpoint_on_object_storage"
+    assert "local disk" in err.value.message
+    assert not out.exists() and s3_objects(s3_server, bucket) == {}
