@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import math
 import os
+import socket
 import threading
 from typing import Any
 
@@ -68,6 +69,27 @@ def fits_a_node(need: Resources, nodes: list[dict[str, float]]) -> bool:
     )
 
 
+def connected_gcs_address() -> str | None:
+    """The GCS address (``host:port``) of the cluster this process is connected to."""
+    if not ray.is_initialized():
+        return None
+    try:
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:  # Ray Client mode has no GCS address here
+        return None
+
+
+def same_address(a: str, b: str) -> bool:
+    """Whether two ``host:port`` addresses name the same endpoint (names resolved)."""
+    def norm(addr: str) -> tuple[str, str]:
+        host, _, port = addr.rpartition(":")
+        with contextlib.suppress(OSError):
+            host = socket.gethostbyname(host or "127.0.0.1")
+        return host, port
+
+    return norm(a) == norm(b)
+
+
 def _ray_run(chain: WorkerChain, task: Task) -> UnitResult:
     return run_unit(chain, task, worker=f"{ray.get_runtime_context().get_node_id()[:8]}")
 
@@ -104,6 +126,7 @@ class RayExecutor(Executor):
         self._need = self._with_override(Resources())  # set per run by start()
         self._chain_ref: Any = None
         self._remote: Any = None
+        self._options: dict[str, Any] = {}  # the Ray options of each unit (start())
         # Units in flight only: a finished unit's ref is dropped at once, so its result
         # is not pinned in the object store for the rest of the run.
         self._refs: dict[int, Any] = {}
@@ -135,12 +158,35 @@ class RayExecutor(Executor):
                     kwargs.setdefault("num_cpus", math.ceil(self.workers * need.cpus))
             ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
             self._owned = True
+        else:
+            self._refuse_another_cluster()
         self._refuse_or_warn_if_infeasible(need)
         self._chain_ref = ray.put(chain)
         options: dict[str, Any] = {"num_cpus": need.cpus, "num_gpus": need.gpus}
         if need.memory:
             options["memory"] = need.memory
-        self._remote = ray.remote(max_retries=0, **options)(_ray_run)
+        self._options = {"max_retries": 0, **options}
+        self._remote = ray.remote(**self._options)(_ray_run)
+
+    def _refuse_another_cluster(self) -> None:
+        """Ray is already connected in this process (a session Ray, or prefect-ray's
+        ``RayTaskRunner`` of the flow run): units go to *that* cluster. When this
+        executor names a cluster by ``host:port``, it must be that one: Ray keeps one
+        connection per process, so joining another is impossible, and running on the
+        wrong cluster without a word would be worse. ``auto`` and ``ray://`` (Ray
+        Client, whose server address is not the GCS address) are not compared."""
+        wanted = self.address
+        if not wanted or wanted == "auto" or "://" in wanted:
+            return
+        connected = connected_gcs_address()
+        if connected is None or same_address(wanted, connected):
+            return
+        raise CuratorError(
+            "ray_cluster_mismatch",
+            f"this process is already connected to the Ray cluster at {connected} (a Ray "
+            f"started earlier in the process, or the flow's RayTaskRunner), but the "
+            f"executor was asked for {wanted}: Ray joins one cluster per process. Give "
+            f"both the same address (RAY_ADDRESS), or leave execution.ray_address unset.")
 
     def _with_override(self, need: Resources) -> Resources:
         if self.cpus_per_partition is None:
@@ -172,7 +218,7 @@ class RayExecutor(Executor):
         task from a running one, and a future that could be cancelled while its task
         goes on would let the engine stop waiting for a unit that still writes its
         outputs (after a failure, say, when the step writes its manifest)."""
-        ref = self._remote.remote(self._chain_ref, task)
+        ref = self._launch(task)
         future: cf.Future[UnitResult] = cf.Future()
         future.set_running_or_notify_cancel()  # cancel() is now refused
         key = id(future)
@@ -182,12 +228,21 @@ class RayExecutor(Executor):
         def settle(done: cf.Future[UnitResult]) -> None:
             self._forget(key)
             try:
-                future.set_result(done.result())
+                future.set_result(self._unit_result(done.result()))
             except BaseException as exc:  # the unit's own error, or Ray's
                 future.set_exception(exc)
 
         ref.future().add_done_callback(settle)
         return future
+
+    def _launch(self, task: Task) -> Any:
+        """Start one unit on Ray; its ObjectRef. (A subclass may start it otherwise:
+        ``flows.ray_runner`` makes it a Prefect task run of prefect-ray's runner.)"""
+        return self._remote.remote(self._chain_ref, task)
+
+    def _unit_result(self, value: Any) -> UnitResult:
+        """The unit's result from what its ObjectRef holds (see :meth:`_launch`)."""
+        return value
 
     def _forget(self, key: int) -> None:
         with self._refs_lock:

@@ -17,7 +17,7 @@ from typing import Any
 
 from prefect import Flow, flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
@@ -26,21 +26,27 @@ from flows.progress import PhaseProgress
 from flows.step_config import step_config, step_executor
 
 
-def make_step_flow(spec: StepSpec) -> Flow[..., dict[str, Any]]:
-    """The Prefect flow of one step."""
+def make_step_flow(
+    spec: StepSpec,
+    task_runner: TaskRunner[Any] | None = None,
+    executor: Callable[[StepSpec, Any], Any] | None = None,
+) -> Flow[..., dict[str, Any]]:
+    """The Prefect flow of one step: on a thread pool, the configured executor's
+    partitions followed by one task run each; or, from ``flows.ray_runner``, on
+    prefect-ray's runner with ``executor(spec, cfg)`` building the executor."""
 
     def run_step(config: str | dict[str, Any],
                  overrides: list[str] | None = None) -> dict[str, Any]:
         cfg = step_config(spec.config, config, overrides)
-        executor = step_executor(cfg)
+        executor_ = executor(spec, cfg) if executor else step_executor(cfg)
         get_run_logger().info("%s of %s into %s on %s", spec.key,
                               getattr(cfg, spec.input_key), cfg.output_dir,
-                              executor.describe())
+                              executor_.describe())
         since = time.time()
         try:
-            with executor, engine_logs_to_prefect():
+            with executor_, engine_logs_to_prefect():
                 progress = PhaseProgress(spec.key, key_prefix=spec.key)
-                return spec.run(cfg, executor, on_progress=progress)
+                return spec.run(cfg, executor_, on_progress=progress)
         finally:
             publish(spec, cfg.model_dump(mode="json"), since)
 
@@ -49,7 +55,7 @@ def make_step_flow(spec: StepSpec) -> Flow[..., dict[str, Any]]:
                         "for ``--set``.")
     run_step.__name__ = run_step.__qualname__ = f"{spec.key}_flow"
     return flow(name=spec.flow_name, description=spec.help,
-                task_runner=ThreadPoolTaskRunner(max_workers=64),
+                task_runner=task_runner or ThreadPoolTaskRunner(max_workers=64),
                 validate_parameters=False, persist_result=False)(run_step)
 
 
