@@ -25,7 +25,6 @@ from typing import Any
 
 from curator.corpus.formats import GZIP_SUFFIX, ZSTD_SUFFIX, is_compressed, is_parquet
 from curator.corpus.records import RecordSpec, Rejection, classify_line, classify_record
-from curator.io import storage
 
 UTF8_BOM = b"\xef\xbb\xbf"
 #: Parquet rows are converted to records this many at a time
@@ -34,11 +33,27 @@ PARQUET_BATCH_ROWS = 8192
 ByteRange = tuple[int, int]
 
 
+def _remote(path: str) -> bool:
+    """Whether ``path`` is a URL (read through :mod:`curator.io.storage`, imported only
+    then: ``curator.io`` imports this module)."""
+    if "://" not in path:
+        return False
+    from curator.io import storage
+
+    return storage.is_remote(path)
+
+
+def _storage() -> Any:
+    from curator.io import storage
+
+    return storage
+
+
 def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
     """The bytes of a (possibly .gz/.zst) file, or of the whole lines starting in a range
     (a compressed file is always read whole). A URL (``s3://...``) is read through
     :mod:`curator.io.storage`: one GET of the whole object."""
-    if storage.is_remote(path):
+    if _remote(path):
         return _read_remote(path, byte_range)
     lower = path.lower()
     if lower.endswith(GZIP_SUFFIX):
@@ -68,7 +83,7 @@ def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
 
 def _read_remote(url: str, byte_range: ByteRange | None) -> bytes:
     lower = url.lower()
-    data = storage.read(url)
+    data = _storage().read(url)
     if lower.endswith(GZIP_SUFFIX):
         return gzip.decompress(data)
     if lower.endswith(ZSTD_SUFFIX):
@@ -101,7 +116,7 @@ def map_lines(path: str, byte_range: ByteRange | None = None
     As with any memory map (polars maps its input too), the file must not be
     truncated while the buffer is in use. Otherwise the buffer is ``read_bytes``'.
     """
-    if is_compressed(path) or storage.is_remote(path):
+    if is_compressed(path) or _remote(path):
         data = read_bytes(path, byte_range)
         return data, 0, len(data)
     with open(path, "rb") as f:
@@ -136,7 +151,7 @@ def read_block(path: str, byte_range: ByteRange | None) -> tuple[int, bytes]:
     file is never split into ranges).
     """
     if (byte_range is None or byte_range[0] == 0 or is_compressed(path)
-            or storage.is_remote(path)):  # an object is never split into ranges
+            or _remote(path)):  # an object is never split into ranges
         return 0, read_bytes(path, byte_range)
     with open(path, "rb") as f:
         f.seek(byte_range[0] - 1)
@@ -171,8 +186,8 @@ def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
     """Every row of a Parquet file as a dict, in file order."""
     import pyarrow.parquet as pq
 
-    if storage.is_remote(path):
-        with storage.open_read(path) as f:
+    if _remote(path):
+        with _storage().open_read(path) as f:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=PARQUET_BATCH_ROWS):
                 yield from batch.to_pylist()
         return
@@ -184,8 +199,8 @@ def parquet_column_names(path: str) -> list[str]:
     """The column names of a Parquet file (local or a URL)."""
     import pyarrow.parquet as pq
 
-    if storage.is_remote(path):
-        with storage.open_read(path) as f:
+    if _remote(path):
+        with _storage().open_read(path) as f:
             return list(pq.read_schema(f).names)
     return list(pq.read_schema(path).names)
 
