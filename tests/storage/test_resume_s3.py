@@ -1,0 +1,111 @@
+"""``curate ingest`` from S3 to S3, SIGKILLed in the parse phase and again in the shard
+phase, resumes from its local checkpoint and local copy and publishes exactly the bytes
+of an uninterrupted run; a killed run never leaves a completion artifact on the bucket."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from curator.io import storage
+from curator.steps.ingest import IngestConfig, run_ingest
+from tests.ingest._support import Cli, write_config
+from tests.storage.conftest import s3_objects, upload_dir
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+KEYS = {"on_duplicate": "drop", "partition_size": "16KB", "shard_size": 40,
+        "keep_fields": ["url", "n"]}
+
+
+def make_corpus(folder: Path, files: int = 24, lines: int = 120) -> None:
+    """Small JSONL files (one partition each) with bad lines and duplicates."""
+    rnd = random.Random(16)
+    words = ["alpha", "beta", "gamma", "delta", "caf\u00e9", "omega", "sigma", "tau"]
+    folder.mkdir(parents=True)
+    for f in range(files):
+        out = []
+        for n in range(lines):
+            if n % 37 == 3:
+                out.append('{"text": "cut off')
+            else:
+                url = f"https://site/{n}" if n % 29 == 0 else f"https://site/{f}/{n}"
+                text = "dup" if n % 29 == 0 else " ".join(rnd.choice(words) for _ in range(30))
+                out.append(json.dumps({"text": text, "url": url, "n": n}))
+        (folder / f"shard-{f:02d}.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def _data(objects: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in objects.items() if not k.endswith(".json")}
+
+
+def test_sigkill_twice_then_resume_publishes_the_same_bytes(
+        tmp_path: Path, s3_server: str, bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CURATE_PREFECT", "never")
+    make_corpus(tmp_path / "raw")
+    upload_dir(s3_server, tmp_path / "raw", bucket, "raw")
+    source = f"s3://{bucket}/raw"
+    ref = run_ingest(IngestConfig(**KEYS, input=source, output_dir=f"s3://{bucket}/ref",
+                                  execution={"executor": "inline"}))
+    total = ref["partitions"]["parse"]
+    assert total == 24 and len(ref["shards"]) >= 10
+
+    url, ckpt = f"s3://{bucket}/out", tmp_path / "ckpt"
+    copy = storage.local_copy_dir(url, str(ckpt), "ingest")
+    cfg = write_config(tmp_path / "ingest.yaml", {
+        "input": source, "output_dir": url, **KEYS,
+        "execution": {"executor": "local", "workers": 2, "checkpoint_path": str(ckpt)}})
+
+    def staged() -> int:
+        return len([p for p in (copy / ".staging").glob("*.parquet")
+                    if not p.name.startswith("_")])
+
+    # 1. killed while parsing: partitions staged on the local disk, nothing on the bucket
+    with Cli(cfg, tmp_path / "logs", "killed-parse") as cli:
+        cli.kill_when(lambda: staged() >= 3, "three staged partitions", timeout=120)
+    assert 3 <= staged() < total, "not cut midway"
+    assert s3_objects(s3_server, bucket, "out/") == {}
+    assert list((ckpt / "ingest" / "parse").glob("*/*.mdb"))
+
+    # 2. the rerun resumes the parse and is killed writing shards: still nothing published
+    with Cli(cfg, tmp_path / "logs", "killed-shards") as cli:
+        cli.kill_when(lambda: len(list(copy.glob("part_*.jsonl"))) >= 2, "two shards",
+                      timeout=120)
+    assert staged() == total
+    assert "ingest_report.json" not in s3_objects(s3_server, bucket, "out/")
+
+    # 3. the third run finishes and publishes the bytes of the uninterrupted run
+    with Cli(cfg, tmp_path / "logs", "resumed") as cli:
+        assert cli.wait(180) == 0, cli.stderr()[-3000:]
+    objects = s3_objects(s3_server, bucket, "out/")
+    expected = _data(s3_objects(s3_server, bucket, "ref/"))
+    assert _data(objects) == expected and any(k.startswith("part_") for k in expected)
+    report = json.loads(objects["ingest_report.json"])
+    assert report["completed_normally"] and report["was_resumed"] is True
+    assert report["partitions"]["skipped_resumed"] >= total
+    assert report["counts"] == ref["counts"] and report["shards"] == ref["shards"]
+    assert report["output_dir"] == url
+    assert not copy.exists() and not (ckpt / "ingest").exists()  # published: gone
+
+
+def test_a_fresh_run_removes_what_the_last_one_published(
+        tmp_path: Path, s3_server: str, bucket: str) -> None:
+    """A new configuration (fewer, larger shards) leaves no shard of the old one behind;
+    files on the bucket that no run published are left alone."""
+    make_corpus(tmp_path / "raw", files=4, lines=60)
+    upload_dir(s3_server, tmp_path / "raw", bucket, "raw")
+    url = f"s3://{bucket}/out"
+    storage.write_bytes(f"{url}/README.txt", b"not ours")
+    cfg = {**KEYS, "input": f"s3://{bucket}/raw", "output_dir": url}
+    first = run_ingest(IngestConfig(**cfg, execution={"executor": "inline"}))
+    second = run_ingest(IngestConfig(**{**cfg, "shard_size": 1000},
+                                     execution={"executor": "inline"}))
+    assert len(first["shards"]) > 1 and len(second["shards"]) == 1
+    objects = s3_objects(s3_server, bucket, "out/")
+    assert sorted(k for k in objects if k.startswith("part_")) == ["part_0.jsonl"]
+    assert objects["README.txt"] == b"not ours"
+    published = json.loads(objects[".curate-published-ingest.json"])["files"]
+    assert published[-1] == "ingest_report.json" and "README.txt" not in published
