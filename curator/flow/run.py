@@ -185,9 +185,11 @@ def start_flow(config: str | dict[str, Any], plan: bool, logger: Any) -> FlowPla
     if not isinstance(config, dict):
         try:
             data = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise CuratorError("config_error", f"cannot read flow config {config}: {exc}"
-                               ) from exc
+        except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+            # not UTF-8 or nested past the parser's recursion limit: an error id, not a
+            # traceback (tests/fuzz/test_loaders.py)
+            raise CuratorError("config_error", f"cannot read flow config {config}: "
+                               f"{str(exc)[:1000]}") from exc
         if not isinstance(data, dict):
             raise CuratorError("config_error", f"flow config {config} is not a mapping")
     fplan = plan_flow(load_flow_config(data))
