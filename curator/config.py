@@ -73,11 +73,21 @@ def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
         if "=" not in pair:
             raise CuratorError("config_error", f"--set expects key=value, got {pair!r}")
         key, raw = pair.split("=", 1)
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except (yaml.YAMLError, RecursionError) as exc:
+            # a control character, an unclosed bracket: an error id, not a traceback
+            # (tests/fuzz/test_loaders.py)
+            raise CuratorError("config_error", f"--set {pair[:200]!r}: the value is not "
+                               f"valid YAML: {str(exc)[:500]}") from exc
         node = out
         parts = key.strip().split(".")
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # --set a=1 --set a.b=2
+                raise CuratorError("config_error", f"--set {pair[:200]!r}: "
+                                   f"{'.'.join(parts[:i + 1])} is already set to a value, "
+                                   "not a mapping of keys")
         node[parts[-1]] = value
     return out
 

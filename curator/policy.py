@@ -343,8 +343,10 @@ def load_policy(
     try:
         raw = Path(path).read_bytes()
         doc = yaml.safe_load(raw)
-    except (OSError, yaml.YAMLError) as exc:
-        raise CuratorError("policy_unresolved", f"cannot load policy {where}: {exc}",
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
+        # RecursionError: nested past the parser's recursion limit (tests/fuzz)
+        raise CuratorError("policy_unresolved",
+                           f"cannot load policy {where}: {str(exc)[:1000]}",
                            path=where, status="unresolved") from exc
     if not isinstance(doc, dict):
         raise CuratorError("policy_unresolved", f"policy {where} does not hold a YAML mapping",

@@ -232,6 +232,9 @@ def _parse_manifest(path: Path, raw: bytes) -> dict[str, Any]:
         raise _invalid(path, f"is not UTF-8: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise _invalid(path, f"is not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # arrays or tables nested thousands deep
+        raise _invalid(path, "is not valid TOML: nested past the parser's recursion "
+                       "limit") from exc
     unknown = sorted(set(manifest) - _TOP_LEVEL)
     if unknown:
         raise _invalid(
