@@ -1,0 +1,238 @@
+"""prefect-ray's RayTaskRunner on a two-node local Ray cluster, through a deployment.
+
+One module-scoped setup: a two-node cluster (``ray.cluster_utils.Cluster``, a process
+of its own: ``_ray_cluster.py``), the ``curate-ingest/ray-cluster`` deployment of
+``deployments/prefect.yaml`` deployed to the session's real Prefect server with the
+CLI, one run of it created with ``RAY_ADDRESS`` pointing at the cluster, and a real
+worker (``prefect worker start --run-once``) executing it. The same ingest config is
+also run on the process pool. Checked: the run completed; every partition's Prefect
+task run ran as a Ray task on a node of *that* cluster (the node ids and the GCS
+address the tasks saw, from the run's ``ingest-ray-nodes`` artifact), on both nodes;
+one completed task run per partition and pass; the data files equal the process pool's
+byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from curator_demo import generate_demo_corpus
+from tests.deployments.test_deploy_worker import (
+    POOL,
+    _client,
+    _prefect,
+    _prefect_cmd,
+    _reap,
+    _wait_final,
+)
+from tests.steps._worlds import data_files
+
+DEPLOYMENT = "curate-ingest/ray-cluster"
+WORKER_TIMEOUT = 240  # one run: ~40 s here (Ray workers import Prefect once each)
+
+
+def _ingest_config(raw: Path, out: Path, executor: str) -> dict[str, Any]:
+    # 64KB partitions of the 240-document demo corpus: several partitions per pass
+    return {"input": str(raw), "output_dir": str(out / "ingested"), "on_duplicate": "drop",
+            "source_from": "source", "partition_size": "64KB", "shard_size": 100,
+            "execution": {"executor": executor, "workers": 2,
+                          "checkpoint_path": str(out / "checkpoints")}}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """``{"address", "nodes", "env"}`` of a two-node Ray cluster held by a subprocess."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rpr-", dir="/tmp"))  # AF_UNIX paths stay short
+    env = {**os.environ, "RAY_TMPDIR": str(ray_tmp), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    log = (tmp_path_factory.mktemp("cluster") / "cluster.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_ray_cluster.py")), str(ray_tmp / "ray")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+        start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        line = proc.stdout.readline()
+        assert line, f"the cluster did not start: {Path(log.name).read_text()[-3000:]}"
+        yield {**json.loads(line), "env": {k: env[k] for k in ("RAY_TMPDIR",)}}
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()  # the holder shuts the cluster down
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            _reap(proc)
+        log.close()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_run(prefect_api: str, cluster: dict[str, Any],
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    from prefect.deployments import run_deployment
+
+    tmp = tmp_path_factory.mktemp("prefect-ray")
+    raw = tmp / "raw"
+    generate_demo_corpus(raw, docs=240, seed=7)
+    config = tmp / "ingest.yaml"
+    # the demo deployment's override makes it ray; the file says local, as the demo's does
+    config.write_text(yaml.safe_dump(_ingest_config(raw, tmp / "ray", "local")))
+
+    _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
+    out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
+                   "--name", "ingest_flow/ray-cluster")
+    assert f"Deployment '{DEPLOYMENT}' successfully" in out, out
+    with _client() as client:
+        deployment = client.read_deployment_by_name(DEPLOYMENT)
+    env = {**deployment.job_variables["env"], **cluster["env"],
+           "RAY_ADDRESS": cluster["address"]}
+    flow_run = run_deployment(DEPLOYMENT, timeout=0, parameters={"config": str(config)},
+                              job_variables={"env": env})
+
+    log_path = tmp / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [*_prefect_cmd(), "worker", "start", "--pool", POOL, "--run-once"],
+            cwd=tmp, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO",
+                          "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            worker.wait(timeout=WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _reap(worker)
+    final = _wait_final([flow_run.id])[flow_run.id]
+
+    # the same config on the process pool, in this process
+    from curator.config import validate_config
+    from curator.steps.registry import STEPS
+
+    spec = next(s for s in STEPS if s.key == "ingest")
+    pool_out = tmp / "pool"
+    spec.run(validate_config(spec.config, _ingest_config(raw, pool_out, "local")))
+    yield {"run": final, "deployment": deployment, "ray_out": tmp / "ray",
+           "pool_out": pool_out, "log": log_path.read_text(errors="replace")}
+
+
+def _explain(ray_run: dict[str, Any]) -> str:
+    state = ray_run["run"].state
+    return f"run ended {state and state.type}: {state and state.message}\n{ray_run['log'][-8000:]}"
+
+
+def _of_run(flow_run_id: Any) -> tuple[list[Any], list[Any]]:
+    """The run's ``ingest-ray-nodes`` artifacts and its task runs."""
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        FlowRunFilterId,
+    )
+
+    runs = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    with _client() as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["ingest-ray-nodes"])),
+            flow_run_filter=runs)
+        task_runs = client.read_task_runs(flow_run_filter=runs)
+    return artifacts, task_runs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_ray_runner_deployment_runs_the_step_on_the_clusters_two_nodes(
+    ray_run: dict[str, Any], cluster: dict[str, Any]
+) -> None:
+    assert ray_run["run"].state.is_completed(), _explain(ray_run)
+    assert ray_run["deployment"].entrypoint == "flows.ray_runner:ingest_flow"
+
+    [artifact], task_runs = _of_run(ray_run["run"].id)
+    data = artifact.data
+    rows = json.loads(data) if isinstance(data, str) else data
+    # the tasks saw the GCS address of the cluster the runner was given: no other Ray
+    assert {r["gcs_address"] for r in rows} == {cluster["address"]}, rows
+    # ...and ran on both of its nodes (two 1-CPU nodes, two partitions at a time: the
+    # second unit of a pass cannot fit the node that holds the first)
+    assert {r["node_id"] for r in rows} == set(cluster["nodes"]), (rows, cluster["nodes"])
+
+    # one Prefect task run per partition and pass, each reported Completed by the Ray
+    # worker that ran it, named after its pass
+    partition_runs = [t for t in task_runs if t.name.startswith("ingest-")]
+    assert len(partition_runs) == sum(r["partition_runs"] for r in rows) > 2
+    assert all(t.state.is_completed() for t in partition_runs), \
+        [(t.name, t.state.type) for t in partition_runs]
+
+    report = json.loads((ray_run["ray_out"] / "ingested" / "ingest_report.json").read_text())
+    assert report["completed_normally"] is True
+    assert report["producer"]["execution"]["executor"] == "ray"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_ray_runner_writes_the_process_pools_bytes(ray_run: dict[str, Any]) -> None:
+    assert ray_run["run"].state.is_completed(), _explain(ray_run)
+    ray_files = data_files(ray_run["ray_out"] / "ingested")
+    pool_files = data_files(ray_run["pool_out"] / "ingested")
+    assert ray_files and len(ray_files) >= 3, sorted(ray_files)
+    assert ray_files == pool_files
+
+
+# --- the refusals (no cluster, no server) -------------------------------------------
+
+
+def test_a_ray_runner_flow_refuses_a_config_that_names_another_executor() -> None:
+    from curator.errors import CuratorError
+    from curator.steps.registry import STEPS
+    from flows.ray_runner import PrefectRayExecutor, ray_step_executor
+
+    spec = next(s for s in STEPS if s.key == "ingest")
+    cfg = spec.config(input="raw", output_dir="out", execution={"executor": "local"})
+    with pytest.raises(CuratorError) as err:
+        ray_step_executor(spec, cfg)
+    assert err.value.error_id == "task_runner_mismatch"
+    assert "execution.executor=ray" in err.value.message
+    cfg = spec.config(input="raw", output_dir="out",
+                      execution={"executor": "ray", "workers": 3})
+    executor = ray_step_executor(spec, cfg)
+    assert isinstance(executor, PrefectRayExecutor) and executor.workers == 3
+
+
+def test_prefect_ray_executor_refuses_to_run_without_a_ray_task_runner() -> None:
+    from curator.errors import CuratorError
+    from curator.execution import WorkerChain
+    from flows.ray_runner import PrefectRayExecutor
+
+    # outside any flow run: there is no RayTaskRunner to submit through (it would
+    # otherwise start a Ray of its own)
+    with pytest.raises(CuratorError) as err:
+        PrefectRayExecutor("ingest").start(WorkerChain(token="t", blob=b""))
+    assert err.value.error_id == "ray_task_runner_required"
+
+
+def test_ray_executor_refuses_a_cluster_other_than_the_connected_one(ray_local: None) -> None:
+    import ray
+
+    from curator.errors import CuratorError
+    from executors.ray import RayExecutor, same_address
+
+    connected = ray.get_runtime_context().gcs_address
+    host, port = connected.rsplit(":", 1)
+    with pytest.raises(CuratorError) as err:
+        RayExecutor(address=f"{host}:{int(port) + 1}")._refuse_another_cluster()
+    assert err.value.error_id == "ray_cluster_mismatch"
+    assert connected in err.value.message
+    # the connected cluster itself, by name or number, and auto / ray:// are accepted
+    for address in (connected, f"localhost:{port}" if host == "127.0.0.1" else connected,
+                    "auto", "ray://head:10001"):
+        RayExecutor(address=address)._refuse_another_cluster()
+    assert same_address(f"localhost:{port}", f"127.0.0.1:{port}")
