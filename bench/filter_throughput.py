@@ -209,6 +209,40 @@ def run_variants(variants: dict[str, Any], names: list[str], repeat: int, data_m
     return results
 
 
+def langid_sweep(files: list[Path], chars: list[int | None], every: int) -> dict[str, Any]:
+    """Language ID on every ``every``-th document of the corpus at several
+    ``langid_max_chars``: CPU seconds, and how many top labels and EN-gate decisions
+    (label ``en``, score >= 0.3) differ from reading the whole text."""
+    from curator.corpus.langid import FastTextLangId
+    from curator.filter.gates import label_matches
+
+    texts = []
+    for path in files:
+        with open(path, "rb") as f:
+            texts += [json.loads(line)["text"] for line in itertools.islice(f, 0, None, every)]
+    mb = sum(len(t.encode()) for t in texts) / MB
+    out: dict[str, Any] = {"docs": len(texts), "mb": mb, "settings": {}}
+    base = None
+    for n in chars:
+        model = FastTextLangId.open(None, n)
+        c0 = cpu()
+        labels, scores = model.predict(texts)
+        seconds = cpu() - c0
+        gate = [label_matches(lb, ["EN"]) and s >= 0.3 for lb, s in zip(labels, scores,
+                                                                        strict=True)]
+        if base is None:
+            base = (labels, gate)
+        row = {"cpu_s": seconds, "mb_per_cpu_s": mb / seconds,
+               "labels_changed": sum(a != b for a, b in zip(labels, base[0], strict=True)),
+               "en_gate_changed": sum(a != b for a, b in zip(gate, base[1], strict=True)),
+               "en_gate_kept": sum(gate)}
+        out["settings"][str(n)] = row
+        print(f"langid_max_chars {n!s:>5}: {seconds:6.2f} CPU s  {row['mb_per_cpu_s']:6.1f} "
+              f"MB/s  labels changed {row['labels_changed']:5}  EN-gate decisions changed "
+              f"{row['en_gate_changed']:4} of {len(texts)}", flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=500)
@@ -223,7 +257,19 @@ def main() -> None:
                         help="all repetitions of a variant in a row (default: interleaved)")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/filter_throughput.json)")
+    parser.add_argument("--langid-sweep", default=None,
+                        help="instead of the variants: language ID alone at these "
+                        "langid_max_chars (e.g. none,1000,500,300,200,100; the first is "
+                        "the baseline) on every --sweep-every-th document")
+    parser.add_argument("--sweep-every", type=int, default=8)
     args = parser.parse_args()
+    if args.langid_sweep:
+        files = make_data(args.data_dir, args.mb)
+        chars = [None if c == "none" else int(c) for c in args.langid_sweep.split(",")]
+        result = langid_sweep(files, chars, args.sweep_every)
+        C.write_result(NAME + "_langid_chars", {**result, "machine_load": C.machine_load()},
+                       args.out)
+        return
     b = Bench.prepare(args.data_dir, args.mb, "cb-filter-work")
     files, data_mb, docs, work, policy, glob, floor = (
         b.files, b.data_mb, b.docs, b.work, b.policy, b.glob, b.floor)
@@ -252,6 +298,9 @@ def main() -> None:
                     "kept_sha256": hashlib.sha256("".join(
                         s["sha256"] for s in m["output"]["shards"]).encode()).hexdigest(),
                     "filtered": m["declared"]["filtered"], "gates": m["gates"]}
+                d = decisions[variant]
+                print(f"  decisions of {variant}: kept {d['kept_rows']} "
+                      f"{d['kept_sha256'][:16]} {d['filtered']}", flush=True)
             shutil.rmtree(out)
         return run
 
