@@ -45,6 +45,7 @@ from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
 from curator.filter.stage import FilterStage
+from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
@@ -110,6 +111,11 @@ class FilterConfig(StepConfig):
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
+        # object storage: input_glob and output_dir may be URLs, not these (docs/storage.md)
+        problems += storage.unsupported("filter", self, (
+            "rejected_dir", "emit_manifest", "emit_ledger"))
+        problems += storage.unsupported("filter", self.heuristic_filters, (
+            "approved_policy", "langpack_dir"))
         out = Path(self.output_dir).resolve()
         manifest = _artifact_path(out, self.emit_manifest)
         if manifest is not None and manifest == _artifact_path(out, self.emit_ledger):
