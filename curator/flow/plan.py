@@ -21,6 +21,7 @@ from curator.artifacts import canonical_digest, file_digest
 from curator.config import ExecutionConfig, _deep_merge, config_problem, validate_config
 from curator.corpus.formats import JSONL_NAMES
 from curator.errors import CuratorError
+from curator.io import storage
 from curator.io.partitioning import resolve_input_files
 from curator.steps.registry import BY_KEY, STEPS
 from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec
@@ -180,6 +181,11 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     # only what the flow config sets: CURATE_EXECUTION__* fill the rest, as for a step
     execution = config.execution.model_dump(exclude_unset=True)
     execution.setdefault("checkpoint_path", paths["checkpoints"])
+    if storage.is_remote(config.output_root):  # docs/storage.md: single steps only, yet
+        problems.append(("object_storage_unsupported",
+                         f"curate flow cannot keep output_root on object storage yet "
+                         f"({config.output_root!r}): use a local or shared-filesystem root; "
+                         "ingest and filter run on their own can publish to a bucket"))
     raw_files = _check_input(corpus, problems)
 
     reads = CorpusView(glob=corpus.input, text_field=corpus.text_field,
