@@ -1,6 +1,7 @@
 """``make chaos``: every registered step, on the process pool and on Ray, killed with
 SIGKILL (the whole process group) at seeded random moments until it finishes, then
-compared with a clean run (tests/chaos/_harness.py; docs/reliability.md).
+compared with a clean run (tests/chaos/_harness.py; docs/reliability.md); and the whole
+flow (``--steps flow``: ``curate flow``, the demo's apply flow) the same way.
 
     .venv/bin/python bench/chaos.py --kills 20 --seed 14 [--executors local ray]
         [--steps KEY ...] [--out bench/results/chaos.json]
@@ -33,7 +34,7 @@ _SESSION = Path(tempfile.mkdtemp(prefix="curate-chaos-"))
 os.environ.update(hermetic_env(_SESSION))
 
 from curator.steps.registry import STEPS  # noqa: E402
-from tests.chaos._harness import Case, chaos  # noqa: E402
+from tests.chaos._harness import chaos, make_case  # noqa: E402
 
 
 def main() -> int:
@@ -41,7 +42,8 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--executors", nargs="+", default=["local", "ray"])
-    parser.add_argument("--steps", nargs="+", default=[s.key for s in STEPS])
+    parser.add_argument("--steps", nargs="+", default=[*(s.key for s in STEPS), "flow"],
+                        help="registered step keys and/or 'flow' (the whole flow)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "chaos.json"))
     parser.add_argument("--workdir", default=None, help="kept for inspection if given")
     args = parser.parse_args()
@@ -49,12 +51,13 @@ def main() -> int:
     rows, failed, t0 = [], 0, time.monotonic()
     index = 0
     for executor in args.executors:
-        for spec in STEPS:
-            if spec.key not in args.steps:
+        for key in [*(s.key for s in STEPS), "flow"]:
+            if key not in args.steps:
                 continue
             seed = args.seed + index
             index += 1
-            case = Case(spec, executor, work / f"{executor}-{spec.key}")
+            case = make_case(key, executor, work / f"{executor}-{key}")
+            spec = case.spec
             try:
                 fig = chaos(case, args.kills, seed)
             except Exception as exc:  # a run that could not even be measured
