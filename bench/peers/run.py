@@ -191,6 +191,12 @@ def main() -> None:
                         help="the core every variant is pinned to (default the last)")
     parser.add_argument("--base-python", default=sys.executable,
                         help="the interpreter the peers' venvs are made from")
+    parser.add_argument("--dt-lighteval", action="store_true",
+                        help="run NGramsDecontIndexer.run() itself, which imports lighteval "
+                             "(fails with DataTrove 0.10.1 and the lighteval pip installs now: "
+                             "README); default: its compute_hashes on our documents")
+    parser.add_argument("--decont-first", action="store_true",
+                        help="run the decontamination pair before the filter rounds")
     parser.add_argument("--reinstall", action="store_true")
     parser.add_argument("--setup-only", action="store_true")
     parser.add_argument("--no-warmup", action="store_true")
@@ -243,11 +249,7 @@ def main() -> None:
     files = [Path(f) for f in data["files"]]
     log(f"data: {data['data_mb']:.1f} MB, {data['docs']} documents, {len(files)} files in "
         f"{data_dir}; holdout {args.holdout} passages ({args.planted} planted)")
-    warm_dir = work / "warm-data"
-    warm_dir.mkdir()
-    with open(files[0], "rb") as f:
-        chunk = f.read(MB)
-    (warm_dir / "part_0.jsonl").write_bytes(chunk[:chunk.rfind(b"\n") + 1])
+    warm_dir = Path(data["warm_dir"])
 
     env = {**os.environ, **THREAD_ENV}
     env.pop("PYTHONPATH", None)
@@ -265,7 +267,8 @@ def main() -> None:
             return [*ours, "floor", "--out", str(out), "--files",
                     *map(str, corpus_files)], ours_env
         if variant in ("ours", "ours:no-language"):
-            return [*ours, "filter", "--glob", glob, "--policy", data["policy"],
+            policy = data["policy"] if corpus == data_dir else str(corpus / "approved_policy.yaml")
+            return [*ours, "filter", "--glob", glob, "--policy", policy,
                     "--langpacks", str(src / "langpacks"), "--out", str(out),
                     *(["--no-language"] if variant == "ours:no-language" else [])], ours_env
         if variant == "ours:decont":
@@ -280,7 +283,7 @@ def main() -> None:
         if variant == "datatrove:decont":
             return [str(venv_python("datatrove")), str(PEERS_DIR / "datatrove_decont.py"),
                     "--holdout", data["holdout"], "--data-dir", str(corpus), "--out",
-                    str(out)], env
+                    str(out), *([] if args.dt_lighteval else ["--no-lighteval"])], env
         raise SystemExit(f"unknown variant {variant}")
 
     def runnable(variant: str) -> str | None:
@@ -304,6 +307,8 @@ def main() -> None:
                 r = run_process(cmd, e, args.core, logp)
                 r["round"], r["loadavg"] = i, os.getloadavg()[0]
                 runs[n].append(r)
+                partial[label] = runs
+                partial_path.write_text(json.dumps(partial, indent=1, default=str))
                 log(f"round {i} {n}: " + (r.get("error") or
                     f"step {r['step_cpu_s']:.1f} CPU s / {r['step_wall_s']:.1f} s wall, process "
                     f"{r['process_wall_s']:.1f} s, kept {r.get('docs_kept')}, "
@@ -313,8 +318,17 @@ def main() -> None:
 
     import _common as C
 
+    out = args.out or C.RESULTS_DIR / ("peers.json" if args.mb == 500
+                                       else f"peers_{args.mb}mb.json")
+    # every run as it ends, so a run stopped early keeps what it measured
+    partial_path = work / "runs-so-far.json"
+    partial: dict[str, Any] = {"data": {k: v for k, v in data.items() if k != "truth"}}
+
+    if args.decont_first:
+        decont_runs = measure(decont_names, args.decont_reps, "decont") if decont_names else {}
     filter_runs = measure(filter_names, args.reps, "filter") if filter_names else {}
-    decont_runs = measure(decont_names, args.decont_reps, "decont") if decont_names else {}
+    if not args.decont_first:
+        decont_runs = measure(decont_names, args.decont_reps, "decont") if decont_names else {}
 
     summary = {n: summarise(runs, data["data_mb"], data["docs"]) or {"error": runnable(n)}
                for n, runs in {**filter_runs, **decont_runs}.items()}
@@ -332,8 +346,6 @@ def main() -> None:
                   [[c if not isinstance(c, float) else round(c, 2) for c in r] for r in rows])
     if comparison:
         print(json.dumps(comparison, indent=1))
-    out = args.out or C.RESULTS_DIR / ("peers.json" if args.mb == 500
-                                       else f"peers_{args.mb}mb.json")
     C.write_result("peers", {
         "our_commit": commit, "data_dir": str(data_dir), "data_mb": data["data_mb"],
         "docs": data["docs"], "files": len(files), "holdout": args.holdout,
@@ -411,14 +423,25 @@ def compare_decont(runs: dict[str, list[dict[str, Any]]], data: dict[str, Any]
 PREPARE = """
 import json, sys
 from pathlib import Path
-from filter_throughput import Bench
+from filter_throughput import Bench, fingerprint, write_policy
+from curator.langpack.loader import load_langpack
 from decontaminate_throughput import write_holdout
 data_dir, mb, work, holdout, planted = sys.argv[1:]
 b = Bench.prepare(Path(data_dir), int(mb), "cb-peers-data-work")
 hold = Path(work) / "holdout.jsonl"
 truth = write_holdout(b.files, hold, int(holdout), int(planted), seed=12)
+# the warm-up slice (the first MB of the first file, whole lines) and its own policy
+warm = Path(work) / "warm-data"
+warm.mkdir()
+with open(b.files[0], "rb") as f:
+    chunk = f.read(1_000_000)
+(warm / "part_0.jsonl").write_bytes(chunk[:chunk.rfind(b"\\n") + 1])
+pack = load_langpack(Path("..") / "langpacks", "en")
+write_policy(warm / "approved_policy.yaml", fingerprint([warm / "part_0.jsonl"]),
+             pack.content_hash)
 print(json.dumps({"files": [str(f) for f in b.files], "data_mb": b.data_mb, "docs": b.docs,
-                  "policy": str(b.policy), "holdout": str(hold), "truth": truth}))
+                  "policy": str(b.policy), "holdout": str(hold), "truth": truth,
+                  "warm_dir": str(warm)}))
 """
 
 
