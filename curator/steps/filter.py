@@ -218,6 +218,7 @@ class FilterRun(StepRun):
     """One filter run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
     key = "filter"
+    url_keys = ("input_glob", "output_dir")  # object storage (docs/storage.md)
     schema_version = SCHEMA_VERSION
     config: FilterConfig
 

@@ -114,6 +114,7 @@ class IngestRun(StepRun):
     """One ingest run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
     key = "ingest"
+    url_keys = ("input", "output_dir")  # object storage (docs/storage.md)
     schema_version = SCHEMA_VERSION
     config: IngestConfig
 
