@@ -103,6 +103,22 @@ def error_block(error: BaseException | None) -> dict[str, str] | None:
     return {"error_id": "internal_error", "message": f"{type(error).__name__}: {error}"}
 
 
+_PATH_SUFFIXES = ("_dir", "_glob", "_path", "_root", "_manifest", "_ledger", "_policy",
+                  "_cache", "_file")
+_PATH_KEYS = frozenset({"input", "holdout", "output", "policy"})
+
+
+def _path_values(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``(dotted key, value)`` of every path-like key of a config dump, nested too."""
+    found = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            found += _path_values(value, f"{prefix}{key}.")
+        elif key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES):
+            found.append((f"{prefix}{key}", value))
+    return found
+
+
 def _rebase(data: Any, local: str, url: str) -> Any:
     """``data`` with the local copy's path replaced by the remote URL in every string."""
     if isinstance(data, str):
@@ -124,6 +140,9 @@ class StepRun:
 
     key: ClassVar[str]
     schema_version: ClassVar[int] = 1
+    #: the config keys that may name an fsspec URL (docs/storage.md); a URL in any other
+    #: path-like key is refused before anything runs (``object_storage_unsupported``)
+    url_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: StepConfig, executor: Executor | None = None,
                  on_progress: ProgressHook | None = None) -> None:
@@ -184,6 +203,7 @@ class StepRun:
     def _run(self) -> dict[str, Any]:
         try:
             refuse(storage.check_checkpoint_local(self.config.execution.checkpoint_path))
+            refuse(self.url_problems())
             refuse(self.config.preflight())
             if self.out.is_dir():  # before refuse(): it reads what a running run writes
                 self.lock(checkpoint=False)
@@ -300,6 +320,16 @@ class StepRun:
         return {}
 
     # -- shared pieces -----------------------------------------------------------------
+    def url_problems(self) -> list[Problem]:
+        """``object_storage_unsupported`` for a URL in a path-like key (``*_dir``,
+        ``*_glob``, ``*_path``, ``input``, ...) other than :attr:`url_keys`."""
+        values = self.config.model_dump(mode="json", exclude={"execution"})
+        return [("object_storage_unsupported",
+                 f"step {self.key!r} cannot use object storage for {key} yet ({value!r}): "
+                 "use a local or shared-filesystem path (docs/storage.md lists what can)")
+                for key, value in _path_values(values) if key not in self.url_keys
+                and storage.any_remote(value)]
+
     def config_hash(self) -> str:
         """Digest of what determines the result (execution settings excluded)."""
         body: dict[str, Any] = {"config": self.config.model_dump(mode="json",

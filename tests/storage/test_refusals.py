@@ -58,3 +58,20 @@ def test_a_flow_refuses_an_output_root_on_object_storage(tmp_path: Path) -> None
     ids = [error_id for error_id, _ in plan.problems]
     assert "object_storage_unsupported" in ids
     assert "output_root" in dict(plan.problems)["object_storage_unsupported"]
+
+
+@pytest.mark.parametrize("key", ["train_glob", "holdout_glob", "output_dir", "work_dir"])
+def test_every_other_step_refuses_a_url_when_it_runs(key: str, tmp_path: Path) -> None:
+    """A step with no check of its own in preflight (decontamination) is refused by the
+    run's own check of every path-like key, before its output is touched."""
+    spec = BY_KEY["decontamination"]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    values = {"train_glob": str(tmp_path / "in"), "holdout_glob": str(tmp_path / "in"),
+              "id_field": "id", "output_dir": str(tmp_path / "out"), key: URL}
+    config = spec.config(**values, execution={"executor": "inline"})
+    with pytest.raises(CuratorError) as err:
+        spec.run(config)
+    assert err.value.error_id == "object_storage_unsupported"
+    assert "'decontamination'" in err.value.message and key in err.value.message
+    assert not (tmp_path / "out").exists()
