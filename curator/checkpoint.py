@@ -379,12 +379,20 @@ class CheckpointStore:
         """Record sources as completed, with their statistics, in one durable commit."""
         if not sources:
             return
-        with self._env.begin(write=True) as txn:
-            for sid, stats in sources.items():
-                key = sid.encode("utf-8")
-                txn.put(key, b"1", db=self._db)
-                if stats is not None:
-                    txn.put(key, json.dumps(stats, sort_keys=True).encode(), db=self._stats_db)
+        try:
+            with self._env.begin(write=True) as txn:
+                for sid, stats in sources.items():
+                    key = sid.encode("utf-8")
+                    txn.put(key, b"1", db=self._db)
+                    if stats is not None:
+                        txn.put(key, json.dumps(stats, sort_keys=True).encode(),
+                                db=self._stats_db)
+        except lmdb.Error as exc:  # a full checkpoint filesystem: EIO/ENOSPC on commit
+            raise CuratorError(
+                "checkpoint_write_failed",
+                f"cannot record {len(sources)} completed partitions in {self.path}: {exc} "
+                "(is the checkpoint's filesystem full?); once it has room, rerun with the "
+                "same checkpoint_path to resume", path=str(self.path)) from exc
         for sid, stats in sources.items():
             self._completed.add(sid)
             if stats is not None:
