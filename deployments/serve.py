@@ -14,7 +14,10 @@ checkout. Stop it with Ctrl-C (or SIGTERM, twice if a run is in flight). Trigger
 Parameters and the nightly schedule are those of ``prefect.yaml``; the nightly ingest
 is served paused unless ``--nightly`` is given. ``CURATE_EXECUTION__EXECUTOR=ray`` (and
 ``CURATE_EXECUTION__RAY_ADDRESS``) in this process's environment make Ray the executor
-for configs that name none: runs inherit the runner's environment.
+for configs that name none: runs inherit the runner's environment. ``--ray-runner``
+serves the step flows on prefect-ray's ``RayTaskRunner`` instead (``flows.ray_runner``,
+deployments named ``serve-ray``, the cluster at ``RAY_ADDRESS``; see
+deployments/README.md, "Ray through prefect-ray").
 """
 
 from __future__ import annotations
@@ -30,8 +33,13 @@ NAME = "serve"
 NIGHTLY_CRON = "0 2 * * *"  # as prefect.yaml's curate-ingest/nightly
 
 
-def _flows() -> dict[str, Any]:
-    """``curate-flow`` and every registered step's flow, by flow name."""
+def _flows(ray_runner: bool = False) -> dict[str, Any]:
+    """``curate-flow`` and every registered step's flow, by flow name (with
+    ``ray_runner``: the step flows of ``flows.ray_runner``, and no ``curate-flow``)."""
+    if ray_runner:
+        from flows.ray_runner import RAY_STEP_FLOWS
+
+        return {f"curate-{key}": fl for key, fl in RAY_STEP_FLOWS.items()}
     from flows.pipeline_flow import curate_flow
     from flows.steps import STEP_FLOWS
 
@@ -39,18 +47,27 @@ def _flows() -> dict[str, Any]:
             **{f"curate-{key}": fl for key, fl in STEP_FLOWS.items()}}
 
 
-def build_deployments(only: list[str] | None = None, nightly: bool = False) -> list[Any]:
+def build_deployments(only: list[str] | None = None, nightly: bool = False,
+                      ray_runner: bool = False) -> list[Any]:
     """The runner deployments: one per step flow (``curate-flow`` only when named in
-    ``only``), plus the nightly ingest (paused unless ``nightly``)."""
+    ``only``), plus the nightly ingest (paused unless ``nightly``). With ``ray_runner``:
+    the step flows on prefect-ray's ``RayTaskRunner``, named ``serve-ray``, their
+    ``overrides`` making the executor ray (a ray_runner flow refuses another)."""
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
     out = []
-    for flow_name, fl in _flows().items():
+    for flow_name, fl in _flows(ray_runner).items():
         if (only and flow_name not in only) or (not only and flow_name == "curate-flow"):
             continue
         params: dict[str, Any] = {"config": demo_config(flow_name)}
-        params.update({"plan": False} if flow_name == "curate-flow" else {"overrides": []})
+        params.update({"plan": False} if flow_name == "curate-flow" else
+                      {"overrides": ["execution.executor=ray"] if ray_runner else []})
+        if ray_runner:
+            out.append(fl.to_deployment(name=f"{NAME}-ray", parameters=params,
+                                        tags=["curate", "served", "ray", "prefect-ray"],
+                                        entrypoint_type=EntrypointType.MODULE_PATH))
+            continue
         # a module entrypoint (`flows.steps:ingest_flow`): each run imports it, whatever
         # its working directory
         common: dict[str, Any] = {"parameters": params, "tags": ["curate", "served"],
@@ -70,6 +87,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="serve this flow (repeatable); default: the three step flows")
     parser.add_argument("--nightly", action="store_true",
                         help="serve the nightly ingest schedule active (default: paused)")
+    parser.add_argument("--ray-runner", action="store_true",
+                        help="the step flows on prefect-ray's RayTaskRunner (flows.ray_runner; "
+                             "the cluster at RAY_ADDRESS), named serve-ray")
     parser.add_argument("--limit", type=int, default=1,
                         help="flow runs at once (default 1: the steps use all cores)")
     args = parser.parse_args(argv)
@@ -77,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from prefect import serve
 
-    serve(*build_deployments(args.only, args.nightly), limit=args.limit)
+    serve(*build_deployments(args.only, args.nightly, args.ray_runner), limit=args.limit)
 
 
 def demo_config(flow_name: str) -> str:

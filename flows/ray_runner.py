@@ -181,8 +181,12 @@ def ray_step_executor(spec: StepSpec, cfg: Any) -> PrefectRayExecutor:
 def make_ray_step_flow(spec: StepSpec,
                        task_runner: RayTaskRunner | None = None) -> Flow[..., dict[str, Any]]:
     """The step's flow on ``task_runner`` (default: :class:`CurateRayTaskRunner`)."""
-    return make_step_flow(spec, task_runner=task_runner or CurateRayTaskRunner(),
-                          executor=ray_step_executor)
+    fl = make_step_flow(spec, task_runner=task_runner or CurateRayTaskRunner(),
+                        executor=ray_step_executor)
+    # this module's: `flow.to_deployment` (serve.py) derives the entrypoint from it, which
+    # would otherwise be flows.steps:<key>_flow, the thread-pool flow
+    fl.__module__ = fl.fn.__module__ = __name__
+    return fl
 
 
 RAY_STEP_FLOWS: dict[str, Callable[..., dict[str, Any]]] = {

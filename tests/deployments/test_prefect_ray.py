@@ -20,13 +20,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from curator.stages import ProcessingStage
+from curator.tasks import DocumentBatch
 from curator_demo import generate_demo_corpus
 from tests.deployments.test_deploy_worker import (
     POOL,
@@ -56,6 +61,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     ray_tmp = Path(tempfile.mkdtemp(prefix="rpr-", dir="/tmp"))  # AF_UNIX paths stay short
     env = {**os.environ, "RAY_TMPDIR": str(ray_tmp), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     log = (tmp_path_factory.mktemp("cluster") / "cluster.log").open("wb")
+    since = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("_ray_cluster.py")), str(ray_tmp / "ray")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
@@ -64,6 +70,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         assert proc.stdout is not None and proc.stdin is not None
         line = proc.stdout.readline()
         assert line, f"the cluster did not start: {Path(log.name).read_text()[-3000:]}"
+        print(f"two-node cluster up in {time.monotonic() - since:.1f} s")
         yield {**json.loads(line), "env": {k: env[k] for k in ("RAY_TMPDIR",)}}
     finally:
         if proc.stdin is not None:
@@ -81,6 +88,8 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from prefect.deployments import run_deployment
 
+    seconds: dict[str, float] = {}
+    since = time.monotonic()
     tmp = tmp_path_factory.mktemp("prefect-ray")
     raw = tmp / "raw"
     generate_demo_corpus(raw, docs=240, seed=7)
@@ -92,6 +101,7 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
     out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
                    "--name", "ingest_flow/ray-cluster")
     assert f"Deployment '{DEPLOYMENT}' successfully" in out, out
+    seconds["corpus, pool and deploy"], since = time.monotonic() - since, time.monotonic()
     with _client() as client:
         deployment = client.read_deployment_by_name(DEPLOYMENT)
     env = {**deployment.job_variables["env"], **cluster["env"],
@@ -113,6 +123,7 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
         finally:
             _reap(worker)
     final = _wait_final([flow_run.id])[flow_run.id]
+    seconds["worker run on the cluster"], since = time.monotonic() - since, time.monotonic()
 
     # the same config on the process pool, in this process
     from curator.config import validate_config
@@ -121,7 +132,8 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
     spec = next(s for s in STEPS if s.key == "ingest")
     pool_out = tmp / "pool"
     spec.run(validate_config(spec.config, _ingest_config(raw, pool_out, "local")))
-    yield {"run": final, "deployment": deployment, "ray_out": tmp / "ray",
+    seconds["process-pool run"] = time.monotonic() - since
+    yield {"seconds": seconds, "run": final, "deployment": deployment, "ray_out": tmp / "ray",
            "pool_out": pool_out, "log": log_path.read_text(errors="replace")}
 
 
@@ -153,6 +165,7 @@ def _of_run(flow_run_id: Any) -> tuple[list[Any], list[Any]]:
 def test_ray_runner_deployment_runs_the_step_on_the_clusters_two_nodes(
     ray_run: dict[str, Any], cluster: dict[str, Any]
 ) -> None:
+    print("prefect-ray setup (s):", {k: round(v, 1) for k, v in ray_run["seconds"].items()})
     assert ray_run["run"].state.is_completed(), _explain(ray_run)
     assert ray_run["deployment"].entrypoint == "flows.ray_runner:ingest_flow"
 
@@ -236,3 +249,91 @@ def test_ray_executor_refuses_a_cluster_other_than_the_connected_one(ray_local: 
                     "auto", "ray://head:10001"):
         RayExecutor(address=address)._refuse_another_cluster()
     assert same_address(f"localhost:{port}", f"127.0.0.1:{port}")
+
+
+# --- a failed partition, on the session's Ray and server ----------------------------
+
+
+@dataclass
+class FailOnFileOne(ProcessingStage[DocumentBatch, DocumentBatch]):
+    """Raise for the documents of input file 1 (ids ``1-...``), pass the others."""
+
+    name: str = "fail_on_file_one"
+
+    def process(self, task: DocumentBatch) -> DocumentBatch:
+        from curator.errors import CuratorError
+
+        if any(str(i).startswith("1-") for i in task.to_polars()["id"].to_list()):
+            raise CuratorError("planted_failure", "file 1 is refused by the test")
+        return task
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_failed_partition_fails_its_task_run_and_the_run_with_its_error(
+    tmp_path: Path, prefect_api: str, ray_local: None
+) -> None:
+    """The failing unit's Prefect task run is Failed (reported by its Ray worker), the
+    others Completed, and the unit's own exception, error id included, reaches the
+    engine through the task run's state (partition_failed names it)."""
+    from prefect import flow
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    from curator.errors import CuratorError
+    from curator.io import JsonlReader, JsonlWriter
+    from curator.pipeline import Pipeline
+    from flows.ray_runner import CurateRayTaskRunner, PrefectRayExecutor
+
+    folder = tmp_path / "input"
+    folder.mkdir()
+    for f in range(3):
+        (folder / f"part-{f}.jsonl").write_text(
+            "".join(json.dumps({"id": f"{f}-{d}", "text": f"doc {d}"}) + "\n" for d in range(4)))
+    name = f"ray-fail-{uuid.uuid4().hex[:8]}"
+    pipeline = Pipeline(name, [JsonlReader(file_paths=str(folder), files_per_partition=1),
+                               FailOnFileOne(), JsonlWriter(path=str(tmp_path / "out"))])
+
+    @flow(name="prefect-ray-failure", task_runner=CurateRayTaskRunner(), persist_result=False)
+    def run() -> Any:
+        with PrefectRayExecutor("failure", workers=2) as executor:
+            return pipeline.run(executor=executor, checkpoint_path=tmp_path / "ck")
+
+    with pytest.raises(CuratorError) as err:
+        run()
+    assert err.value.error_id == "partition_failed"
+    assert "CuratorError: [planted_failure] file 1 is refused" in err.value.message
+
+    # one task run per input file (files_per_partition=1); only file 1's failed. The
+    # server records task runs from events, a little after they happen: wait for them.
+    states: list[str] = []
+    deadline = time.monotonic() + 120
+    with _client() as client:
+        while time.monotonic() < deadline:
+            task_runs = client.read_task_runs(
+                task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_=name)))
+            states = sorted(t.state.type.value for t in task_runs if t.state)
+            if len(states) == 3 and "RUNNING" not in states and "PENDING" not in states:
+                break
+            time.sleep(0.5)
+    assert states == ["COMPLETED", "COMPLETED", "FAILED"], states
+
+
+def test_served_ray_runner_deployments_load_the_ray_runner_flows() -> None:
+    """``serve.py --ray-runner``: each step's flow of ``flows.ray_runner``, whose entrypoint
+    loads a flow on a RayTaskRunner (not the thread-pool flow of ``flows.steps``)."""
+    import importlib
+
+    from prefect_ray.task_runners import RayTaskRunner
+
+    from curator.steps.registry import STEPS
+    from tests.deployments.test_deploy_worker import _serve_module
+
+    deployments = _serve_module().build_deployments(ray_runner=True)
+    assert {(d.flow_name, d.name) for d in deployments} == {
+        (spec.flow_name, "serve-ray") for spec in STEPS}
+    for dep in deployments:
+        module, _, name = dep.entrypoint.rpartition(".")
+        assert module == "flows.ray_runner", dep.entrypoint
+        assert isinstance(getattr(importlib.import_module(module), name).task_runner,
+                          RayTaskRunner)
+        assert dep.parameters["overrides"] == ["execution.executor=ray"]
