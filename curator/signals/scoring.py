@@ -129,12 +129,11 @@ class _Batch:
     @cached_property
     def class_counts(self) -> np.ndarray:
         """(documents x classes) counts of code points of each class."""
-        k = self.table.n_classes
         joined = "".join(t for t in self.texts if t)
         cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        keys = np.repeat(np.arange(0, self.n * k, k, dtype=np.int64), self.n_chars)
-        keys += self.table.cls[cps]
-        return np.bincount(keys, minlength=self.n * k).reshape(self.n, k)
+        if len(cps) >= KERNEL_MIN_CODEPOINTS:
+            return _kernel_class_counts(cps, self.n_chars, self.table)
+        return _numpy_class_counts(cps, self.n_chars, self.table)
 
     def count(self, mask: int, exclude: int = 0) -> np.ndarray:
         """Per document: code points with every property in ``mask`` and none in ``exclude``."""
@@ -224,6 +223,31 @@ class _Batch:
         """Per distinct word: stopword (bit 1), stopword after folding (bit 2)."""
         flags = _stopword_cache(_need_pack(self.pack, "stopword_ratio"))
         return flags.for_vocab(self.vocab)
+
+
+#: batches with at least this many code points count classes with the compiled loop
+#: (one pass; the first use in a process imports numba and loads the cached code, about
+#: a second, so small batches, e.g. a tiny run's, keep the numpy passes). Both give the
+#: same counts (tests/filter/test_class_count_kernel.py).
+KERNEL_MIN_CODEPOINTS = 1_000_000
+
+
+def _numpy_class_counts(cps: np.ndarray, n_chars: np.ndarray, table: T.ClassTable
+                        ) -> np.ndarray:
+    """Four passes: repeat the document's row offset per code point, look up each
+    code point's class, add, bincount."""
+    n, k = len(n_chars), table.n_classes
+    keys = np.repeat(np.arange(0, n * k, k, dtype=np.int64), n_chars)
+    keys += table.cls[cps]
+    return np.bincount(keys, minlength=n * k).reshape(n, k)
+
+
+def _kernel_class_counts(cps: np.ndarray, n_chars: np.ndarray, table: T.ClassTable
+                         ) -> np.ndarray:
+    """One compiled pass over the code points (:mod:`curator.signals._kernel`)."""
+    from curator.signals._kernel import class_counts
+
+    return class_counts(cps, n_chars, table.cls, table.n_classes)
 
 
 def _vocabulary(words: pl.Series) -> tuple[np.ndarray, pl.Series]:
