@@ -120,3 +120,30 @@ def test_a_full_output_filesystem_fails_cleanly_and_a_rerun_completes(tmp_path: 
     code, err = run(case, "after", cfg)
     assert code == 0, err[-3000:]
     assert data_files(roomy) == data_files(clean)
+
+
+def test_a_full_checkpoint_filesystem_fails_cleanly_and_a_rerun_completes(
+        tmp_path: Path) -> None:
+    """The checkpoint directory on a tmpfs too small for it (LMDB writes with pwrite, so
+    a full disk is ENOSPC, not a SIGBUS through a mapped page): an error id, no
+    traceback, the step not complete; the checkpoint moved to a roomy disk, the same
+    output completes to the clean bytes."""
+    case = Case(SPEC, "local", tmp_path)
+    clean = tmp_path / "clean"
+    SPEC.run(validate_config(SPEC.config, case.world.config(clean)))
+    with tmpfs(tmp_path / "small", "48k") as small:
+        cfg = {**case.cfg, "execution": {**case.cfg["execution"],
+                                         "checkpoint_path": str(small / "ckpt")}}
+        code, err = run(case, "ckpt-full", cfg)
+        assert code == 2, f"exit {code}\n{err[-3000:]}"
+        assert "error: [" in err and "internal_error" not in err, err[-3000:]
+        assert not SPEC.is_complete(cfg)
+        visible_temps = [p for p in leftovers(case.out) if "-work" not in p and "lock" not in p]
+        assert visible_temps == [], visible_temps
+        roomy = tmp_path / "roomy-ckpt"
+        shutil.copytree(small / "ckpt", roomy, symlinks=True)
+    cfg = {**case.cfg, "execution": {**case.cfg["execution"], "checkpoint_path": str(roomy)}}
+    code, err = run(case, "after", cfg)
+    assert code == 0, err[-3000:]
+    assert data_files(case.out) == data_files(clean)
+    assert leftovers(case.out) == []
