@@ -169,13 +169,21 @@ def remove(url: str) -> None:
         fs.rm_file(path)
 
 
+#: where local copies of remote outputs go instead of beside the checkpoint: a
+#: filesystem every node of a multi-machine run mounts (docs/storage.md)
+COPY_DIR_ENV = "CURATE_OUTPUT_COPY_DIR"
+
+
 def local_copy_dir(url: str, checkpoint_path: str | None, key: str) -> Path:
-    """Where a step with a remote ``output_dir`` writes before it publishes: on the
-    local disk, beside the checkpoint (``<checkpoint_path>/.<key>-output-<digest>``), or
-    under the temp directory when the run has no checkpoint. The digest is the URL's,
-    so a resumed run of the same output finds its files again."""
+    """Where a step with a remote ``output_dir`` writes before it publishes: beside the
+    checkpoint (``<checkpoint_path>/.<key>-output-<digest>``), under
+    ``$CURATE_OUTPUT_COPY_DIR`` when that is set, or under the temp directory when the
+    run has neither. The digest is the URL's, so a resumed run of the same output finds
+    its files again."""
     digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:12]
-    base = (Path(checkpoint_path).resolve() if checkpoint_path
+    chosen = os.environ.get(COPY_DIR_ENV)
+    base = (Path(chosen).resolve() if chosen
+            else Path(checkpoint_path).resolve() if checkpoint_path
             else Path(tempfile.gettempdir()) / "curator-outputs")
     return base / f".{key}-output-{digest}"
 
