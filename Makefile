@@ -49,10 +49,13 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache
 
-## The chaos suite (docs/reliability.md): every registered step on the process pool and on
-## Ray killed (SIGKILL to its process group) >= 20 times at seeded random moments and
-## compared with a clean run; SIGTERM/SIGINT for every step. Long: run it in the background.
+## The chaos suite (docs/reliability.md): every registered step and the whole flow on the
+## process pool and on Ray killed (SIGKILL to its process group) >= 20 times at seeded
+## random moments and compared with a clean run; SIGTERM/SIGINT for every step; a Ray
+## worker node lost; a 200 MB line; the readers and loaders fuzzed with thousands of
+## hypothesis examples. Long (hours): run it in the background.
 .PHONY: chaos
 chaos: $(STAMP)
-	CURATE_CHAOS_FULL=1 $(BIN)/python -m pytest -q -ra tests/chaos
+	CURATE_CHAOS_FULL=1 $(BIN)/python -m pytest -q -ra -s tests/chaos
+	CURATE_FUZZ_FULL=1 $(BIN)/python -m pytest -q -ra tests/fuzz
 	$(BIN)/python bench/chaos.py --kills 20 --seed 14
