@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import time
 from pathlib import Path
 
@@ -159,3 +160,90 @@ def test_hostile_files_are_rejections_or_an_error_id_and_nothing_escapes_the_out
     for p in out.rglob("*"):
         assert ".." not in p.relative_to(out).parts and "\x00" not in str(p)
         assert len(p.name) <= 255
+
+
+# -- Parquet of the wrong schema, named ---------------------------------------------------
+
+@pytest.mark.parametrize("columns", [
+    pytest.param({"text": [1, 2, None], "id": [[1], [2], [3]]}, id="text int, id list"),
+    pytest.param({"body": ["a", "b", "c"]}, id="no text column"),
+    pytest.param({"text": [b"\xff\xfe", b"ok", b""]}, id="text binary"),
+    pytest.param({"text": [{"a": "x"}, None, {"a": "y"}]}, id="text struct"),
+])
+def test_a_parquet_file_of_the_wrong_schema_is_rejections_that_balance(
+        columns: dict, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.ingest._support import ingest
+
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table(columns), tmp_path / "in" / "wrong.parquet")
+    pq.write_table(pa.table({"text": ["fine"], "url": ["u"]}), tmp_path / "in" / "good.parquet")
+    report = ingest(str(tmp_path / "in"), tmp_path / "out")
+    assert report["documents_seen"] == 4 and report["documents_accepted"] == 1, report
+    assert report["balance"]["ok"], report["balance"]
+    rows = [json.loads(x) for p in (tmp_path / "out" / "rejected").glob("*.jsonl")
+            for x in p.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 3 and all(r["reason"] in REASONS for r in rows), rows
+
+
+# -- a 200 MB single line: memory bounded ------------------------------------------------
+
+LINE_MB = 200
+MEASURE = r"""
+import json, resource, sys
+from pathlib import Path
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+from curator.steps.ingest import IngestConfig, run_ingest
+from curator.corpus.reading import iter_records
+from curator.corpus.records import RecordSpec
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+what, src, out = sys.argv[1:4]
+if what == "ingest":
+    report = run_ingest(IngestConfig(input=src, output_dir=out,
+                                     execution={"executor": "inline"}))
+    result = [report["documents_seen"], report["documents_accepted"]]
+else:
+    spec = RecordSpec(text_field="text", id_field=None, source_field=None)
+    result = [sum(1 for _ in iter_records(src + "/big.jsonl", None, spec)), None]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"base": base, "peak": peak, "result": result}))
+"""
+
+
+@pytest.mark.skipif(os.environ.get("CURATE_CHAOS_FULL") != "1",
+                    reason="writes and reads a 200 MB line (~1 min): CURATE_CHAOS_FULL=1")
+@pytest.mark.parametrize("what", ["ingest", "kernel reader"])
+def test_a_200_mb_single_line_is_read_in_bounded_memory(what: str, tmp_path: Path) -> None:
+    """One JSONL line of 200 MB (a document whose text is 200 MB), read in a child
+    process by ingest (inline: the parse, the shard writer) and by the kernel's record
+    reader that the other steps use; its peak RSS above the imports' must stay under
+    6x the line (it holds the line's bytes, its str and the output's bytes at most)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "in").mkdir()
+    size = LINE_MB * 1024 * 1024
+    with open(tmp_path / "in" / "big.jsonl", "wb") as f:
+        f.write(b'{"url": "u", "text": "')
+        chunk = b"lorem ipsum " * 87381  # ~1 MB of words
+        written = 0
+        while written < size:
+            f.write(chunk)
+            written += len(chunk)
+        f.write(b'"}\n{"url": "v", "text": "small"}\n')
+    line = written + 30
+    tag = "ingest" if what == "ingest" else "kernel"
+    proc = subprocess.run([sys.executable, "-c", MEASURE, tag, str(tmp_path / "in"),
+                           str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    grown = got["peak"] - got["base"]
+    print(f"{what}: a {line / 2**20:.0f} MB line, peak RSS {got['peak'] / 2**20:.0f} MB, "
+          f"{grown / line:.2f}x the line above the imports")
+    assert got["result"][0] == 2
+    if what == "ingest":
+        assert got["result"][1] == 2
+    assert grown < 6 * line, f"{grown / line:.1f}x the line"
