@@ -10,6 +10,9 @@ task run ran as a Ray task on a node of *that* cluster (the node ids and the GCS
 address the tasks saw, from the run's ``ingest-ray-nodes`` artifact), on both nodes;
 one completed task run per partition and pass; the data files equal the process pool's
 byte for byte.
+
+Also, without the cluster: a failed partition on the session's Ray (its task run FAILED,
+its error id in the engine's error), the three refusals, and the served variant.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from tests.deployments.test_deploy_worker import (
 from tests.steps._worlds import data_files
 
 DEPLOYMENT = "curate-ingest/ray-cluster"
-WORKER_TIMEOUT = 240  # one run: ~40 s here (Ray workers import Prefect once each)
+WORKER_TIMEOUT = 240  # one run: 58 s on this machine at load 15 (Ray workers import Prefect)
 
 
 def _ingest_config(raw: Path, out: Path, executor: str) -> dict[str, Any]:
