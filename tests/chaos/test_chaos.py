@@ -1,5 +1,6 @@
 """The chaos harness's fixed-seed sample (``make chaos`` runs >= 20 kills per registered
-step and executor: bench/chaos.py), and the kill of one pool worker, not the driver."""
+step, and the whole flow, on each executor: bench/chaos.py), and the kill of one pool
+worker, not the driver."""
 
 from __future__ import annotations
 
@@ -13,16 +14,28 @@ import pytest
 
 from curator.config import validate_config
 from curator.steps.registry import STEPS
-from tests.chaos._harness import Case, chaos, compare, leftovers
+from tests.chaos._harness import Case, chaos, compare, leftovers, make_case
 from tests.steps._worlds import data_files
 
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.mark.parametrize(("executor", "kills"), [("local", 2), ("ray", 1)])
+FULL = os.environ.get("CURATE_CHAOS_FULL") == "1"
+
+
+@pytest.mark.parametrize(("key", "executor", "kills"), [
+    # the fixed sample of make test: the first registered step on the pool, the last on
+    # Ray (make chaos: every step and the flow on both, >= 20 kills each, bench/chaos.py)
+    (STEPS[0].key, "local", 2), (STEPS[-1].key, "ray", 1),
+    # the whole flow (minutes a run): CURATE_CHAOS_FULL=1
+    pytest.param("flow", "local", 1, marks=pytest.mark.skipif(
+        not FULL, reason="the whole flow, ~5 min: CURATE_CHAOS_FULL=1")),
+    pytest.param("flow", "ray", 1, marks=pytest.mark.skipif(
+        not FULL, reason="the whole flow on Ray, ~8 min: CURATE_CHAOS_FULL=1")),
+])
 def test_killed_at_random_moments_it_resumes_to_a_clean_runs_output(
-        executor: str, kills: int, tmp_path: Path) -> None:
-    case = Case(STEPS[0], executor, tmp_path)
+        key: str, executor: str, kills: int, tmp_path: Path) -> None:
+    case = make_case(key, executor, tmp_path)
     try:
         fig = chaos(case, kills=kills, seed=14)
     finally:
