@@ -197,6 +197,9 @@ def main() -> None:
                              "README); default: its compute_hashes on our documents")
     parser.add_argument("--decont-first", action="store_true",
                         help="run the decontamination pair before the filter rounds")
+    parser.add_argument("--summarise", action="store_true",
+                        help="no runs: write the result of a stopped run from "
+                             "<work>/runs-so-far.json (to --out, default <work>/peers.json)")
     parser.add_argument("--reinstall", action="store_true")
     parser.add_argument("--setup-only", action="store_true")
     parser.add_argument("--no-warmup", action="store_true")
@@ -204,6 +207,9 @@ def main() -> None:
                         help="result file (default bench/results/peers.json; peers_<mb>mb.json "
                              "below 500 MB)")
     args = parser.parse_args()
+    if args.summarise:
+        summarise_saved(args.work, args.out or args.work / "peers.json")
+        return
     started = time.time()
     base_python = os.path.realpath(args.base_python)
     # a venv's python: make the peers' venvs from the interpreter it was made from
@@ -295,6 +301,8 @@ def main() -> None:
     def measure(names: list[str], reps: int, label: str) -> dict[str, list[dict[str, Any]]]:
         runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
         live = [n for n in names if runnable(n) is None]
+        for n in set(names) - set(live):
+            runs[n].append({"error": runnable(n)})  # the table says why
         if not args.no_warmup:
             for n in live:
                 cmd, e = command(n, warm_dir, [warm_dir / "part_0.jsonl"])
@@ -322,7 +330,11 @@ def main() -> None:
                                        else f"peers_{args.mb}mb.json")
     # every run as it ends, so a run stopped early keeps what it measured
     partial_path = work / "runs-so-far.json"
-    partial: dict[str, Any] = {"data": {k: v for k, v in data.items() if k != "truth"}}
+    partial: dict[str, Any] = {"data": data, "meta": {
+        "our_commit": commit, "data_dir": str(data_dir), "data_mb": data["data_mb"],
+        "docs": data["docs"], "files": len(files), "holdout": args.holdout,
+        "planted": args.planted, "core": args.core, "reps": args.reps,
+        "decont_reps": args.decont_reps, "peers": peers}}
 
     if args.decont_first:
         decont_runs = measure(decont_names, args.decont_reps, "decont") if decont_names else {}
@@ -330,7 +342,21 @@ def main() -> None:
     if not args.decont_first:
         decont_runs = measure(decont_names, args.decont_reps, "decont") if decont_names else {}
 
-    summary = {n: summarise(runs, data["data_mb"], data["docs"]) or {"error": runnable(n)}
+    finish(filter_runs, decont_runs, data, out, {
+        "our_commit": commit, "data_dir": str(data_dir), "data_mb": data["data_mb"],
+        "docs": data["docs"], "files": len(files), "holdout": args.holdout,
+        "planted": args.planted, "core": args.core, "reps": args.reps,
+        "decont_reps": args.decont_reps, "peers": peers,
+        "minutes": round((time.time() - started) / 60, 1)})
+
+
+def finish(filter_runs: dict[str, list[dict[str, Any]]],
+           decont_runs: dict[str, list[dict[str, Any]]], data: dict[str, Any], out: Path,
+           meta: dict[str, Any]) -> None:
+    """Medians, ratios and the decontamination comparison; the table; the result file."""
+    import _common as C
+
+    summary = {n: summarise(runs, data["data_mb"], data["docs"])
                for n, runs in {**filter_runs, **decont_runs}.items()}
     floor_cpu = (summary.get("floor") or {}).get("step_cpu_s")
     for s in summary.values():
@@ -346,13 +372,17 @@ def main() -> None:
                   [[c if not isinstance(c, float) else round(c, 2) for c in r] for r in rows])
     if comparison:
         print(json.dumps(comparison, indent=1))
-    C.write_result("peers", {
-        "our_commit": commit, "data_dir": str(data_dir), "data_mb": data["data_mb"],
-        "docs": data["docs"], "files": len(files), "holdout": args.holdout,
-        "planted": args.planted, "core": args.core, "reps": args.reps,
-        "decont_reps": args.decont_reps, "peers": peers, "summary": summary,
-        "decontamination": comparison, "runs": {**filter_runs, **decont_runs},
-        "minutes": round((time.time() - started) / 60, 1)}, out)
+    C.write_result("peers", {**meta, "summary": summary, "decontamination": comparison,
+                             "runs": {**filter_runs, **decont_runs}}, out)
+
+
+def summarise_saved(work: Path, out: Path) -> None:
+    """``--summarise``: the result file from a stopped run's ``runs-so-far.json``."""
+    saved = json.loads((work / "runs-so-far.json").read_text())
+    meta = {**saved["meta"], "stopped_early": True,
+            "rounds_completed": {n: len(r) for lab in ("filter", "decont")
+                                 for n, r in saved.get(lab, {}).items()}}
+    finish(saved.get("filter", {}), saved.get("decont", {}), saved["data"], out, meta)
 
 
 def link_filter_data(data_dir: Path, mb: int) -> None:
