@@ -64,14 +64,21 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
 
 def _resolve_remote(url: str, extensions: Sequence[str] | None) -> list[str]:
     """The files a URL names, as :func:`resolve_input_files` resolves a local path."""
-    if glob.has_magic(url):
-        files = storage.glob(url)
-    elif storage.isdir(url):
-        files = storage.walk_files(url, SIDE_DIRS)
-    elif storage.isfile(url):
-        files = [url]
-    else:
-        raise CuratorError("input_matched_no_files", f"input path {url!r} does not exist")
+    try:
+        if glob.has_magic(url):
+            files = storage.glob(url)
+        elif storage.isdir(url):
+            files = storage.walk_files(url, SIDE_DIRS)
+        elif storage.isfile(url):
+            files = [url]
+        else:
+            raise CuratorError("input_matched_no_files", f"input path {url!r} does not exist")
+    except CuratorError:
+        raise
+    except Exception as exc:  # the store's own errors: credentials, permissions, network
+        raise CuratorError("object_storage_error",
+                           f"cannot list {url!r}: {type(exc).__name__}: {exc}",
+                           url=url) from exc
     return [f for f in files if extensions is None or has_extension(f, extensions)]
 
 

@@ -213,7 +213,7 @@ class StepRun:
             if not self.resuming:
                 self.clear_outputs()
                 if self.output_url:  # what an earlier run published there goes too
-                    storage.unpublish(self.output_url, self.key)
+                    self.unpublish()
             self.touched_output = True
             clear_stale_temps(*self.output_dirs())  # what a killed run's writers left
             self.execute()
@@ -261,6 +261,19 @@ class StepRun:
         if self.output_url:
             self.publish([p for p, _ in written if p is not None])
         return result
+
+    def unpublish(self) -> None:
+        """Remove what an earlier run published at the remote ``output_dir``."""
+        assert self.output_url is not None
+        try:
+            storage.unpublish(self.output_url, self.key)
+        except CuratorError:
+            raise
+        except Exception as exc:  # the store's own errors: credentials, permissions
+            raise CuratorError(
+                "object_storage_error",
+                f"{self.step_id}: cannot remove the earlier outputs at {self.output_url}: "
+                f"{type(exc).__name__}: {exc}", url=self.output_url) from exc
 
     def publish(self, artifacts: list[Path]) -> None:
         """Put the local copy's files at the remote ``output_dir``, the artifacts last

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from curator.errors import CuratorError
 from curator.io import storage
 from curator.pipeline import Progress
 from curator.steps.ingest import IngestConfig, IngestRun, run_ingest
@@ -154,3 +155,32 @@ def test_a_fresh_run_removes_what_the_last_one_published(
     assert objects["README.txt"] == b"not ours"
     published = json.loads(objects[".curate-published-ingest.json"])["files"]
     assert published[-1] == "ingest_report.json" and "README.txt" not in published
+
+
+def test_a_failed_publication_keeps_the_run_resumable(
+        tmp_path: Path, s3_server: str, bucket: str) -> None:
+    """The output bucket does not exist yet: the completed run fails with
+    output_not_published and keeps its checkpoint and local copy; once the bucket exists
+    the rerun resumes every partition and publishes."""
+    import boto3
+
+    make_corpus(tmp_path / "raw", files=3, lines=40)
+    upload_dir(s3_server, tmp_path / "raw", bucket, "raw")
+    missing = f"{bucket}-later"
+    url, ckpt = f"s3://{missing}/out", tmp_path / "ckpt"
+    config = IngestConfig(**KEYS, input=f"s3://{bucket}/raw", output_dir=url,
+                          execution={"executor": "inline", "checkpoint_path": str(ckpt)})
+    with pytest.raises(CuratorError) as err:
+        run_ingest(config)
+    assert err.value.error_id == "output_not_published" and url in err.value.message
+    copy = storage.local_copy_dir(url, str(ckpt), "ingest")
+    assert (copy / "ingest_report.json").is_file() and list(copy.glob("part_*.jsonl"))
+    assert list((ckpt / "ingest").glob("*/*/*.mdb"))
+
+    boto3.client("s3", endpoint_url=s3_server).create_bucket(Bucket=missing)
+    report = run_ingest(config)
+    assert report["was_resumed"] is True and report["partitions"]["skipped_resumed"] >= 3
+    objects = s3_objects(s3_server, missing, "out/")
+    assert json.loads(objects["ingest_report.json"])["producer"]["completed_at"]
+    assert len([k for k in objects if k.startswith("part_")]) == len(report["shards"])
+    assert not copy.exists()
