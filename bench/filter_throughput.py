@@ -243,6 +243,39 @@ def langid_sweep(files: list[Path], chars: list[int | None], every: int) -> dict
     return out
 
 
+def signals_ab(files: list[Path], docs: int, rounds: int) -> dict[str, Any]:
+    """The signals lever (issue 15): the policy's 12 signals and ``word_count`` over the
+    first ``docs`` documents in batches of 2048 (the filter's), the character-class
+    counts by the numpy passes or by the compiled pass, interleaved, ``rounds`` times."""
+    import statistics
+
+    import curator.signals.scoring as S
+
+    pack = load_langpack(C.REPO / "langpacks", "en")
+    names = ["word_count", *(t["signal"] for t in POLICY)]
+    with open(files[0], "rb") as f:
+        texts = [json.loads(line)["text"] for line in itertools.islice(f, docs)]
+    mb = sum(len(t.encode()) for t in texts) / MB
+    batches = [texts[i:i + 2048] for i in range(0, len(texts), 2048)]
+    S.KERNEL_MIN_CODEPOINTS = 0
+    S.score_batch(batches[0], names, pack)  # numba imported and the kernel loaded once
+    runs: dict[str, list[float]] = {"numpy": [], "kernel": []}
+    for _ in range(rounds):
+        for name, limit in (("numpy", 10**12), ("kernel", 0)):
+            S.KERNEL_MIN_CODEPOINTS = limit
+            c0 = cpu()
+            for batch in batches:
+                S.score_batch(batch, names, pack)
+            runs[name].append(cpu() - c0)
+    out = {"docs": len(texts), "mb": mb, "signals": names, "runs": runs}
+    for name, values in runs.items():
+        out[name] = {"cpu_s": statistics.median(values),
+                     "mb_per_cpu_s": mb / statistics.median(values)}
+        print(f"{name:7} {out[name]['cpu_s']:6.2f} CPU s  {out[name]['mb_per_cpu_s']:5.1f} MB/s "
+              f"(runs {[round(v, 2) for v in values]})", flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=500)
@@ -262,7 +295,15 @@ def main() -> None:
                         "langid_max_chars (e.g. none,1000,500,300,200,100; the first is "
                         "the baseline) on every --sweep-every-th document")
     parser.add_argument("--sweep-every", type=int, default=8)
+    parser.add_argument("--signals-ab", type=int, default=0, metavar="DOCS",
+                        help="instead of the variants: the signals with the numpy or the "
+                        "compiled class counts, interleaved, on the first DOCS documents")
     args = parser.parse_args()
+    if args.signals_ab:
+        result = signals_ab(make_data(args.data_dir, args.mb), args.signals_ab, args.repeat)
+        C.write_result(NAME + "_signals", {**result, "machine_load": C.machine_load()},
+                       args.out)
+        return
     if args.langid_sweep:
         files = make_data(args.data_dir, args.mb)
         chars = [None if c == "none" else int(c) for c in args.langid_sweep.split(",")]
