@@ -1,11 +1,12 @@
-"""Ingest then filter on a two-node Ray cluster, S3 to S3.
+"""Ingest (then, with ``--filter``, the filter) on a two-node Ray cluster, S3 to S3.
 
     python two_node_s3.py --input URL --output URL --checkpoint DIR --ray-tmp SHORT_DIR
+        [--ingest JSON] [--filter JSON]
 
 A head and one worker node (``ray.cluster_utils.Cluster``, one CPU each, bound to
 127.0.0.1); the ``RayExecutor`` joins it by address. Ingest reads ``--input`` and
-publishes to ``<output>/ingested``; the filter reads those shards from the bucket and
-publishes to ``<output>/filtered``. The S3 endpoint and credentials come from the
+publishes to ``<output>/ingested``; the filter (``--filter``) reads those shards from
+the bucket and publishes to ``<output>/filtered``. The S3 endpoint and credentials come from the
 environment (fsspec's and botocore's variables), which every Ray worker inherits.
 Prints a JSON summary. Run as its own process, away from any Ray a test session started.
 """
@@ -31,7 +32,7 @@ def main() -> int:
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--ray-tmp", required=True)
     parser.add_argument("--ingest", default="{}")
-    parser.add_argument("--filter", default="{}")
+    parser.add_argument("--filter", default=None, help="filter keys (JSON): run it too")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
     os.environ["RAY_TMPDIR"] = args.ray_tmp
@@ -52,13 +53,16 @@ def main() -> int:
             ingest = run_ingest(IngestConfig(
                 **json.loads(args.ingest), input=args.input,
                 output_dir=f"{args.output}/ingested", execution=execution), executor)
-            filtered = run_filter(FilterConfig(
-                **json.loads(args.filter), input_glob=f"{args.output}/ingested/part_*.jsonl",
-                output_dir=f"{args.output}/filtered", execution=execution), executor)
+            summary = {"nodes": nodes, "ingest": ingest["producer"]}
+            if args.filter is not None:
+                summary["filter"] = run_filter(FilterConfig(
+                    **json.loads(args.filter),
+                    input_glob=f"{args.output}/ingested/part_*.jsonl",
+                    output_dir=f"{args.output}/filtered", execution=execution),
+                    executor)["producer"]
     finally:
         cluster.shutdown()
-    print(json.dumps({"nodes": nodes, "ingest": ingest["producer"],
-                      "filter": filtered["producer"]}))
+    print(json.dumps(summary))
     return 0
 
 
