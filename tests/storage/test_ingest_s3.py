@@ -86,3 +86,35 @@ def test_checkpoint_on_object_storage_is_refused(raw: Path, s3_server: str, buck
     assert err.value.error_id == "checkpoint_on_object_storage"
     assert "local disk" in err.value.message
     assert not out.exists() and s3_objects(s3_server, bucket) == {}
+
+
+def test_ingest_reads_parquet_and_gzip_objects(s3_server: str, bucket: str,
+                                               tmp_path: Path) -> None:
+    """Parquet objects (read through a seekable fsspec file) and .jsonl.gz objects give
+    the shards a local run gives."""
+    import gzip
+
+    import polars as pl
+
+    rows = [{"text": f"document number {i} " * 5, "url": f"https://s/{i}"} for i in range(90)]
+    pq_dir, gz_dir = tmp_path / "pq", tmp_path / "gz"
+    pq_dir.mkdir()
+    gz_dir.mkdir()
+    for f in range(3):
+        part = rows[f * 30:(f + 1) * 30]
+        pl.DataFrame(part).write_parquet(pq_dir / f"p{f}.parquet")
+        (gz_dir / f"g{f}.jsonl.gz").write_bytes(gzip.compress(
+            "".join(json.dumps(r) + "\n" for r in part).encode()))
+    for name, folder in (("pq", pq_dir), ("gz", gz_dir)):
+        upload_dir(s3_server, folder, bucket, name)
+        local = run_ingest(IngestConfig(input=str(folder), output_dir=str(tmp_path / f"o-{name}"),
+                                        execution={"executor": "inline"}))
+        remote = run_ingest(IngestConfig(input=f"s3://{bucket}/{name}",
+                                         output_dir=f"s3://{bucket}/o-{name}",
+                                         execution={"executor": "inline"}))
+        assert remote["counts"] == local["counts"] and remote["counts"]["written"] == 90
+        assert remote["shards"] == local["shards"]
+        assert remote["input"]["format"] == local["input"]["format"]
+        objects = s3_objects(s3_server, bucket, f"o-{name}/")
+        assert objects["part_0.jsonl"] == (tmp_path / f"o-{name}" / "part_0.jsonl").read_bytes()
+    assert sorted(remote["columns_available"]) == sorted(local["columns_available"])
