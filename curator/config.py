@@ -133,6 +133,10 @@ def validate_config(model: type[C], data: dict[str, Any], where: str = "") -> C:
     Unknown keys are ``unknown_config_key`` (with the closest valid key), anything else
     ``config_error``; ``where`` prefixes the key paths (``steps.filter.``).
     """
+    odd = [k for k in data if not isinstance(k, str)]
+    if odd:  # YAML's "? " or "1: x" makes keys that are not strings (tests/fuzz)
+        raise CuratorError("config_error", f"{where}keys must be names, got "
+                           f"{', '.join(repr(k)[:100] for k in odd[:5])}")
     try:
         return model(**data)
     except ValidationError as exc:

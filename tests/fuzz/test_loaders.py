@@ -111,7 +111,8 @@ def step_documents(spec: Any) -> st.SearchStrategy[bytes]:
     if spec.input_key:
         base[spec.input_key] = "in"
     return documents([*keys, "execution.workers"], base) | st.sampled_from(
-        [DEEP, LAUGHS, NOT_UTF8, PYTHON_TAG])
+        [DEEP, LAUGHS, NOT_UTF8, PYTHON_TAG,
+         b"?", b"1: x\n", b"output_dir: out\n? [a]\n"])  # keys that are not strings
 
 
 @pytest.mark.parametrize("spec", [pytest.param(s, id=s.key) for s in STEPS])
