@@ -8,8 +8,9 @@ whitespace-split words, per-line regex counts). Definitions, edge cases and the
 reference (NeMo Curator) each one follows are in ``docs/signals.md``.
 
 Where time goes (``bench/signal_throughput.py``): character classes are one
-table lookup per code point and one ``bincount``; words are one polars
-``replace_all``/``split``; line signals are polars ``count_matches``.
+compiled pass over the code points for a big batch (``curator.signals._kernel``),
+a table lookup per code point and one ``bincount`` for a small one; words are one
+polars ``replace_all``/``split``; line signals are polars ``count_matches``.
 """
 
 from __future__ import annotations
