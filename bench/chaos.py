@@ -72,7 +72,8 @@ def main() -> int:
             rows.append(row)
             failed += bool(fig.mismatches)
             print(f"{executor:5} {spec.key:16} seed {seed}: {fig.kills} kills, {fig.runs} "
-                  f"runs, {fig.cycles} cycles, {fig.resumed_runs} runs resumed, "
+                  f"runs, {fig.cycles} cycles, {fig.resumed_runs} runs resumed "
+                  f"(+{fig.resumed_then_killed} resumed, then killed), "
                   f"{fig.killed_after_completion} killed after completion, "
                   f"mismatches {len(fig.mismatches)}, {fig.seconds:.0f} s "
                   f"(clean {fig.clean_seconds:.1f} s) {fig.mismatches or ''}", flush=True)

@@ -274,6 +274,7 @@ class Figures:
     runs: int = 0
     cycles: int = 0  # clean-to-finished sequences of killed runs, each compared
     resumed_runs: int = 0  # runs that resumed partitions a killed run had completed
+    resumed_then_killed: int = 0  # runs that resumed so, then were killed themselves
     killed_after_completion: int = 0  # kills that landed once the report was complete
     mismatches: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -329,6 +330,8 @@ def _cycle(case: Case, fig: Figures, rng: random.Random, clean_s: float, kills: 
             proc.record_descendants()
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(60)
+            fig.resumed_then_killed += bool(re.search(r"[1-9]\d* skipped as complete",
+                                                      proc.stderr()))
             wait_group_gone(proc)
             # Ray's workers live in sessions of their own: they end once their raylet
             # is gone; a rerun must not find their temp files' pids alive

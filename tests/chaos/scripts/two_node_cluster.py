@@ -5,7 +5,8 @@
 A head and one worker node (``ray.cluster_utils.Cluster``), one CPU each, bound to
 127.0.0.1 (the caller sets ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` and a short
 ``RAY_TMPDIR``: tests/integration/_support.py, ``ray_env``). Prints one JSON line,
-``{"address": ..., "nodes": [head id, worker id]}``. Then reads stdin: the line
+``{"address": ..., "nodes": [head id, worker id], "worker_raylet_pids": [...]}`` (the
+worker processes of the worker node are that raylet's children). Then reads stdin: the line
 ``remove`` kills the worker node (its raylet and every worker process on it, not
 gracefully, as a lost machine would) and prints ``removed``; EOF shuts the cluster down.
 A process of its own, so it never meets a Ray that the test session started.
@@ -30,8 +31,10 @@ def main() -> int:
     try:
         worker = cluster.add_node(**node_args)
         cluster.wait_for_nodes()
+        raylets = [p.pid for kind, p in worker.live_processes() if kind == "raylet"]
         print(json.dumps({"address": cluster.address,
-                          "nodes": [cluster.head_node.node_id, worker.node_id]}), flush=True)
+                          "nodes": [cluster.head_node.node_id, worker.node_id],
+                          "worker_raylet_pids": raylets}), flush=True)
         for line in sys.stdin:
             if line.strip() == "remove":
                 cluster.remove_node(worker, allow_graceful=False)
