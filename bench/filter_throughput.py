@@ -276,6 +276,59 @@ def signals_ab(files: list[Path], docs: int, rounds: int) -> dict[str, Any]:
     return out
 
 
+def gates_ab(files: list[Path], docs: int, rounds: int) -> dict[str, Any]:
+    """The gate-order lever (issue 15) without the rest of the step: ``decide`` (the
+    filter's gates: language, words 20..100,000, the 12 policy gates) on the first
+    ``docs`` documents of each file (batches of 2048), per gate order and
+    ``langid_max_chars``, interleaved, ``rounds`` times; kept counts compared."""
+    import statistics
+
+    import numpy as np
+
+    import curator.signals.scoring as S
+    from curator.corpus.langid import FastTextLangId
+    from curator.filter.gates import GatePlan, LanguageGate, decide
+
+    pack = load_langpack(C.REPO / "langpacks", "en")
+    policy = tuple((t["signal"], t.get("min"), t.get("max")) for t in POLICY)
+    texts = []
+    for path in files:
+        with open(path, "rb") as f:
+            texts += [json.loads(line)["text"] for line in itertools.islice(f, docs)]
+    mb = sum(len(t.encode()) for t in texts) / MB
+    batches = [texts[i:i + 2048] for i in range(0, len(texts), 2048)]
+
+    def score(batch: list[str], names: list[str]) -> dict[str, np.ndarray]:
+        frame = S.score_batch(batch, names, pack)
+        return {n: frame[n].to_numpy().astype(np.float64) for n in names}
+
+    setups = {"reference": ("reference", 500), "cheapest_first": ("cheapest_first", 500),
+              "cheapest_first:chars200": ("cheapest_first", 200)}
+    runs: dict[str, list[float]] = {k: [] for k in setups}
+    kept: dict[str, int] = {}
+    scored: dict[str, int] = {}
+    for _ in range(rounds):
+        for name, (order, chars) in setups.items():
+            plan = GatePlan(language=LanguageGate(("EN",), 0.3), words=(20, 100000),
+                            policy=policy, pack=pack, order=order)  # type: ignore[arg-type]
+            model = FastTextLangId.open(None, chars)
+            c0 = cpu()
+            decisions = [decide(plan, batch, model, score) for batch in batches]
+            runs[name].append(cpu() - c0)
+            kept[name] = int(sum(d.kept.sum() for d in decisions))
+            scored[name] = len(texts) - int(sum(
+                d.unscored.sum() for d in decisions if d.unscored is not None))
+    out: dict[str, Any] = {"docs": len(texts), "mb": mb, "runs": runs, "kept": kept,
+                           "language_scored": scored}
+    for name, values in runs.items():
+        med = statistics.median(values)
+        out[name] = {"cpu_s": med, "mb_per_cpu_s": mb / med}
+        print(f"{name:24} {med:6.2f} CPU s  {mb / med:5.1f} MB/s  kept {kept[name]}  "
+              f"language-scored {scored[name]} (runs {[round(v, 2) for v in values]})",
+              flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=500)
@@ -298,7 +351,15 @@ def main() -> None:
     parser.add_argument("--signals-ab", type=int, default=0, metavar="DOCS",
                         help="instead of the variants: the signals with the numpy or the "
                         "compiled class counts, interleaved, on the first DOCS documents")
+    parser.add_argument("--gates-ab", type=int, default=0, metavar="DOCS",
+                        help="instead of the variants: the gates alone (decide) per gate "
+                        "order, interleaved, on the first DOCS documents of each file")
     args = parser.parse_args()
+    if args.gates_ab:
+        result = gates_ab(make_data(args.data_dir, args.mb), args.gates_ab, args.repeat)
+        C.write_result(NAME + "_gates", {**result, "machine_load": C.machine_load()},
+                       args.out)
+        return
     if args.signals_ab:
         result = signals_ab(make_data(args.data_dir, args.mb), args.signals_ab, args.repeat)
         C.write_result(NAME + "_signals", {**result, "machine_load": C.machine_load()},
