@@ -3,13 +3,13 @@
 One module-scoped setup: a two-node cluster (``ray.cluster_utils.Cluster``, a process
 of its own: ``_ray_cluster.py``), the ``curate-ingest/ray-cluster`` deployment of
 ``deployments/prefect.yaml`` deployed to the session's real Prefect server with the
-CLI, one run of it created with ``RAY_ADDRESS`` pointing at the cluster, and a real
-worker (``prefect worker start --run-once``) executing it. The same ingest config is
-also run on the process pool. Checked: the run completed; every partition's Prefect
-task run ran as a Ray task on a node of *that* cluster (the node ids and the GCS
-address the tasks saw, from the run's ``ingest-ray-nodes`` artifact), on both nodes;
-one completed task run per partition and pass; the data files equal the process pool's
-byte for byte.
+CLI (by test_deploy_worker's ``deploy --all`` when it ran first), one run of it
+created with ``RAY_ADDRESS`` pointing at the cluster, and a real worker (``prefect
+worker start --run-once``) executing it. The same ingest config is also run on the
+process pool. Checked: the run completed; every partition's Prefect task run ran as a
+Ray task on a node of *that* cluster (the node ids and the GCS address the tasks saw,
+from the run's ``ingest-ray-nodes`` artifact), on both nodes; one completed task run
+per partition and pass; the data files equal the process pool's byte for byte.
 
 Also, without the cluster: a failed partition on the session's Ray (its task run FAILED,
 its error id in the engine's error), the three refusals, and the served variant.
@@ -100,13 +100,20 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
     # the demo deployment's override makes it ray; the file says local, as the demo's does
     config.write_text(yaml.safe_dump(_ingest_config(raw, tmp / "ray", "local")))
 
-    _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
-    out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
-                   "--name", "ingest_flow/ray-cluster")
-    assert f"Deployment '{DEPLOYMENT}' successfully" in out, out
-    seconds["corpus, pool and deploy"], since = time.monotonic() - since, time.monotonic()
+    from prefect.exceptions import ObjectNotFound
+
+    # test_deploy_worker's `prefect deploy --all` of the same file, earlier in the session
+    # (an in-memory server), deployed it already; run alone, this module deploys it
     with _client() as client:
-        deployment = client.read_deployment_by_name(DEPLOYMENT)
+        try:
+            deployment = client.read_deployment_by_name(DEPLOYMENT)
+        except ObjectNotFound:
+            _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
+            out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
+                           "--name", "ingest_flow/ray-cluster")
+            assert f"Deployment '{DEPLOYMENT}' successfully" in out, out
+            deployment = client.read_deployment_by_name(DEPLOYMENT)
+    seconds["corpus, pool and deploy"], since = time.monotonic() - since, time.monotonic()
     env = {**deployment.job_variables["env"], **cluster["env"],
            "RAY_ADDRESS": cluster["address"]}
     flow_run = run_deployment(DEPLOYMENT, timeout=0, parameters={"config": str(config)},
