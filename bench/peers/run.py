@@ -35,7 +35,8 @@ What it does, in order (bench/peers/README.md says more):
    removed counts, the overlap of the two removed sets, and recall on the planted
    passages (a planted passage is found when its source document is removed).
 
-Writes ``bench/results/peers.json`` (``--out``) and prints the tables.
+Writes ``bench/peers/results/peers.json`` (``peers_<mb>mb.json`` below 500 MB; ``--out``)
+and prints the table.
 """
 
 from __future__ import annotations
@@ -204,8 +205,8 @@ def main() -> None:
     parser.add_argument("--setup-only", action="store_true")
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default bench/results/peers.json; peers_<mb>mb.json "
-                             "below 500 MB)")
+                        help="result file (default bench/peers/results/peers.json; "
+                             "peers_<mb>mb.json below 500 MB)")
     args = parser.parse_args()
     if args.summarise:
         summarise_saved(args.work, args.out or args.work / "peers.json")
@@ -324,10 +325,10 @@ def main() -> None:
                 shutil.rmtree(Path(cmd[cmd.index("--out") + 1]) / "kept", ignore_errors=True)
         return runs
 
-    import _common as C
+    import _common  # noqa: F401 - imported before the runs: it starts the machine-load clock
 
-    out = args.out or C.RESULTS_DIR / ("peers.json" if args.mb == 500
-                                       else f"peers_{args.mb}mb.json")
+    out = args.out or PEERS_DIR / "results" / ("peers.json" if args.mb == 500
+                                               else f"peers_{args.mb}mb.json")
     # every run as it ends, so a run stopped early keeps what it measured
     partial_path = work / "runs-so-far.json"
     partial: dict[str, Any] = {"data": data, "meta": {
