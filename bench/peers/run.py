@@ -3,7 +3,8 @@ project's filter and the polars floor, and DataTrove's n-gram decontamination ag
 ours, on the same corpus in one interleaved session, one core each.
 
     .venv/bin/python bench/peers/run.py              # 500 MB, 3 repetitions (long: see README)
-    .venv/bin/python bench/peers/run.py --mb 16 --reps 1    # a quick check of the harness
+    .venv/bin/python bench/peers/run.py --mb 16 --reps 3 --decont-first   # the recorded run
+    .venv/bin/python bench/peers/run.py --mb 4 --reps 1 --no-warmup       # check the harness
 
 What it does, in order (bench/peers/README.md says more):
 
@@ -30,7 +31,7 @@ What it does, in order (bench/peers/README.md says more):
    times it), documents in and kept; medians; per-core MB/s and docs/s from the
    in-step CPU seconds; x the floor.
 5. **Decontamination.** ``ours:decont`` (``run_decontamination``, exact candidates)
-   and ``datatrove:decont`` (``NGramsDecontIndexer`` on the holdout, then
+   and ``datatrove:decont`` (``NGramsDecontIndexer``'s hashing of the holdout, then
    ``NGramsDecontFilter`` over the corpus), ``--decont-reps`` interleaved rounds;
    removed counts, the overlap of the two removed sets, and recall on the planted
    passages (a planted passage is found when its source document is removed).
