@@ -159,10 +159,11 @@ def median(values: list[float]) -> float:
 
 
 def rounds(names: list[str], reps: int) -> list[list[str]]:
-    """Round i: the names rotated by i, reversed on odd rounds (A B C, C A B reversed...)."""
+    """Round i: the names rotated by i // 2, reversed on odd rounds (A B C, C B A, B C A,
+    A C B, ...; with two names A B, B A, B A, A B)."""
     out = []
     for i in range(reps):
-        k = i % len(names)
+        k = (i // 2) % len(names) if names else 0
         order = names[k:] + names[:k]
         out.append(order[::-1] if i % 2 else order)
     return out
