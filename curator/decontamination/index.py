@@ -12,8 +12,9 @@ the workers (never pickled: ``np.load(allow_pickle=False)``):
   ``minhashes_per_band`` min-hashes, seeded). A pair of Jaccard ``s`` shares a band with
   probability ``1 - (1 - s**r)**b``: :func:`banding_recall`.
 
-A bitmap over the exact keys lets the scan drop most shingles of a clean document with
-one array lookup before the sorted-key search.
+A filter over the keys lets the scan drop most shingles of a clean document with one
+memory access before the sorted-key search: a blocked Bloom filter, two bits per key in
+one 64-bit word (:func:`filter_test`), 16 to 32 bits per key.
 """
 
 from __future__ import annotations
@@ -92,34 +93,35 @@ class HoldoutIndex:
     postings: np.ndarray
     sizes: np.ndarray
     required: np.ndarray  # exact: indexed shingles a candidate must share, per holdout doc
-    bitmap: np.ndarray  # uint8, one bit per slot of the keys' high bits
+    bitmap: np.ndarray  # uint64 words of the blocked Bloom filter (filter_test)
     doc_offsets: np.ndarray  # exact: CSR of each holdout document's sorted shingle hashes
     doc_hashes: np.ndarray
     kind: str
     meta: dict[str, Any]
 
-    @property
-    def bitmap_bits(self) -> int:
-        return len(self.bitmap) * 8
-
     def maybe(self, hashes: np.ndarray) -> np.ndarray:
         """A mask of the hashes that may be keys (no false negatives)."""
-        slot = _slot(hashes, self.bitmap_bits)
-        byte = self.bitmap[(slot >> np.uint64(3)).astype(np.int64)]
-        return ((byte >> (slot & np.uint64(7)).astype(np.uint8)) & 1).astype(bool)
+        word, mask = filter_test(hashes, len(self.bitmap))
+        return (self.bitmap[word] & mask) == mask
 
     def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(which, key_index)``: positions of ``hashes`` that are keys, and their key."""
         if not len(self.keys) or not len(hashes):
             return np.empty(0, np.int64), np.empty(0, np.int64)
         cand = np.flatnonzero(self.maybe(hashes))
-        needles = hashes[cand]
+        which, kidx = self.search(hashes[cand])
+        return cand[which], kidx
+
+    def search(self, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(which, key_index)`` of the ``needles`` that are keys (no bitmap test)."""
+        if not len(self.keys) or not len(needles):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
         order = np.argsort(needles)  # sorted needles search ~3x faster (cache)
-        at = np.empty(len(cand), dtype=np.int64)
+        at = np.empty(len(needles), dtype=np.int64)
         at[order] = np.searchsorted(self.keys, needles[order])
         at_c = np.minimum(at, len(self.keys) - 1)
-        hit = self.keys[at_c] == needles
-        return cand[hit], at_c[hit]
+        hit = np.flatnonzero(self.keys[at_c] == needles)
+        return hit, at_c[hit]
 
     def expand(self, key_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(repeat, holdout_doc)``: for each key, the holdout documents that hold it
@@ -132,9 +134,24 @@ class HoldoutIndex:
         return rep, self.postings[pos.astype(np.int64)]
 
 
-def _slot(hashes: np.ndarray, bits: int) -> np.ndarray:
-    """A hash's bit in the bitmap: its high bits (the polynomial's strong ones)."""
-    return hashes >> np.uint64(64 - (bits.bit_length() - 1))
+#: an odd multiplier (2**64 / golden ratio): the product's high bits mix all of the hash's
+FILTER_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def filter_shift(words: int) -> np.uint64:
+    """The shift that takes a hash's high bits to a word index (``words`` a power of 2)."""
+    return np.uint64(64 - (words.bit_length() - 1))
+
+
+def filter_test(hashes: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(word, mask)`` of each hash in the blocked Bloom filter: the word from the hash's
+    high bits (the polynomial's strong ones), two bits in it from the high bits of the
+    hash times :data:`FILTER_MIX`. The scan's kernel computes the same."""
+    word = (hashes >> filter_shift(words)).astype(np.int64)
+    mixed = hashes * FILTER_MIX
+    one = np.uint64(1)
+    mask = (one << (mixed >> np.uint64(58))) | (one << ((mixed >> np.uint64(52)) & np.uint64(63)))
+    return word, mask
 
 
 def _pairs(hashes: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,16 +211,14 @@ def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashPa
     keys = h_sorted[starts]
     offsets = np.r_[starts, len(d_sorted)].astype(np.int64)
     postings = d_sorted.astype(np.int64)
-    bits = 1 << 20
-    while bits < 16 * len(keys) and bits < (1 << 31):
-        bits <<= 1
-    bitmap = np.zeros(bits // 8, dtype=np.uint8)
+    words = 1 << 14
+    while words * 64 < 16 * len(keys) and words < (1 << 25):
+        words <<= 1
+    bitmap = np.zeros(words, dtype=np.uint64)
     if len(keys):
-        slot = _slot(keys, bits)  # sorted, as the keys are (their high bits)
-        byte = (slot >> np.uint64(3)).astype(np.int64)
-        bit = np.left_shift(np.uint8(1), (slot & np.uint64(7)).astype(np.uint8))
-        at = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
-        bitmap[byte[at]] = np.bitwise_or.reduceat(bit, at)
+        word, mask = filter_test(keys, words)  # word sorted, as the keys are (high bits)
+        at = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
+        bitmap[word[at]] = np.bitwise_or.reduceat(mask, at)
     meta = {"kind": kind, "shingling": shingling.describe(), "documents": n_docs,
             "keys": len(keys)}
     if kind == "minhash":

@@ -23,10 +23,13 @@ from curator.corpus.formats import shard_name
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
+from curator.decontamination.kernel import CandidateWindows
 from curator.decontamination.text import (
+    Normalization,
     Shingling,
     char_units,
     identity_key,
+    normalize,
     normalize_many,
     shingle_hashes,
     shingle_set,
@@ -128,12 +131,13 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         out = Path(self.output_dir) / name
         rem = Path(self.removed_dir) / name
         st = _Scan()
+        read = 0
         with atomic_file(out) as kept, atomic_file(rem) as removed:
             batch: list[tuple[str, int, bytes, dict[str, Any], str]] = []
             chars = 0
             for path in task.data:
                 for offset, line, record in iter_records(path, task.byte_range, self.records):
-                    st.counts["read"] += 1
+                    read += 1
                     if type(record) is Rejection:
                         if record.reason == MISSING_ID:
                             raise CuratorError(
@@ -150,6 +154,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                         self._flush(batch, kept, removed, st)
                         batch, chars = [], 0
             self._flush(batch, kept, removed, st)
+        st.counts["read"] += read
         if st.counts["kept"] == 0:
             out.unlink(missing_ok=True)
         if st.counts["removed"] == 0:
@@ -166,31 +171,34 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         r = self.rules
         holdout = self._holdout()
         keys: dict[str, list[int]] = holdout["keys"]
-        matches: list[dict[int, set[str]]] = [{} for _ in batch]
+        text_field = self.records.text_field
+        matches: dict[int, dict[int, set[str]]] = {}  # only the batch's matched documents
+        fields: Counter[str] = Counter()
         for i, (_, _, _, record, doc_id) in enumerate(batch):
-            text = record[self.records.text_field]
-            field_name, key = identity_key(record, doc_id, text, "train", r.prefer_id_field,
-                                           r.shared_id_space, holdout["hosts"])
-            st.key_fields[field_name] += 1
+            field_name, key = identity_key(record, doc_id, record[text_field], "train",
+                                           r.prefer_id_field, r.shared_id_space,
+                                           holdout["hosts"])
+            fields[field_name] += 1
             for h in keys.get(key, ()):
-                matches[i].setdefault(h, set()).add(IDENTITY)
+                matches.setdefault(i, {}).setdefault(h, set()).add(IDENTITY)
                 st.group(key, doc_id, holdout["ids"][h])
-        norms: list[str] = []
+        st.key_fields.update(fields)
+        norm = _Norms([rec[self.records.text_field] for _, _, _, rec, _ in batch],
+                      self.shingling.normalization)
         if not r.skip_similarity:
-            norms = normalize_many([rec[self.records.text_field] for _, _, _, rec, _ in batch],
-                                   self.shingling.normalization)
-            for i, h in self._candidates(norms):
-                matches[i].setdefault(h, set())
-                st.counts["candidate_pairs"] += 1
+            pairs_found = self._candidates(norm)
+            for i, h in pairs_found:
+                matches.setdefault(i, {}).setdefault(h, set())
+            st.counts["candidate_pairs"] += len(pairs_found)
+        st.counts["documents"] += len(batch)
+        st.ids.extend(doc_id for *_, doc_id in batch)
+        lines: list[bytes] = []  # the kept lines, written at once
         for i, (path, offset, line, record, doc_id) in enumerate(batch):
-            st.counts["documents"] += 1
-            st.ids.append(doc_id)
-            found = matches[i]
+            found = matches.get(i)
             if not found:
-                kept.write(line + b"\n")
-                st.counts["kept"] += 1
+                lines.append(line)
                 continue
-            mine = shingle_set(norms[i], self.shingling) if norms else set()
+            mine = set() if r.skip_similarity else shingle_set(norm[i], self.shingling)
             pairs = []
             for h in sorted(found):
                 rules = set(found[h])
@@ -212,8 +220,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                     pairs.append(_pair(doc_id, holdout["ids"][h], jac, cont, rules,
                                        measured is not None))
             if not pairs:
-                kept.write(line + b"\n")
-                st.counts["kept"] += 1
+                lines.append(line)
                 continue
             pairs.sort(key=_strength, reverse=True)
             best = pairs[0]
@@ -231,24 +238,33 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                    "matches": pairs[:10], "input": {"path": path, "offset": offset},
                    "document": record}
             removed.write(orjson.dumps(row) + b"\n")
+        if lines:
+            lines.append(b"")
+            kept.write(b"\n".join(lines))
+            st.counts["kept"] += len(lines) - 1
 
-    def _candidates(self, norms: list[str]) -> list[tuple[int, int]]:
+    def _kernel(self) -> CandidateWindows:
+        if "kernel" not in self._cache:
+            self._cache["kernel"] = CandidateWindows(self.shingling.normalization,
+                                                     self.shingling.size, self._index().bitmap)
+        return self._cache["kernel"]
+
+    def _candidates(self, norm: _Norms) -> list[tuple[int, int]]:
         """``(batch index, holdout doc)`` of every candidate pair of the batch."""
         index = self._index()
         n_h = len(index.sizes)
         if self.rules.candidates == "exact" and self.shingling.kind == "char":
-            # every window of the batch, across documents too: most go at the bitmap,
-            # the few that are keys are then kept only when inside one document; a
-            # document's windows are the slice starting at its first unit
+            # one compiled pass over the raw texts: normalised, every window hashed and
+            # tested against the filter; the few survivors are then searched in the keys.
+            # A candidate's own windows are hashed again, from its normalised text.
+            if not len(index.keys):
+                return []
+            doc, hashes = self._kernel()(norm.texts)
+            which, kidx = index.search(hashes)
             k = self.shingling.size
-            units, lengths = char_units(norms)
-            every = window_hashes(units, k)
-            which, kidx = index.lookup(every)
-            starts = np.cumsum(lengths) - lengths
-            doc = np.searchsorted(starts, which, side="right") - 1
-            inside = which + k <= starts[doc] + lengths[doc]
-            return self._exact(index, doc[inside], kidx[inside],
-                               lambda d: every[starts[d]:starts[d] + lengths[d] - k + 1])
+            return self._exact(index, doc[which], kidx,
+                               lambda d: window_hashes(char_units([norm[d]])[0], k))
+        norms = norm.all()
         hashes, doc = shingle_hashes(norms, self.shingling)
         if not len(hashes):
             return []
@@ -295,6 +311,26 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             ok = shared >= self.rules.min_fraction * n - 1e-9
             out += [(int(pd[g0]), int(h)) for h in hs[ok]]
         return out
+
+
+class _Norms:
+    """A batch's normalised texts, each made when first asked for (the compiled scan
+    needs only the candidates')."""
+
+    def __init__(self, texts: list[str], n: Normalization) -> None:
+        self.texts = texts
+        self.n = n
+        self._made: dict[int, str] = {}
+
+    def __getitem__(self, i: int) -> str:
+        if i not in self._made:
+            self._made[i] = normalize(self.texts[i], self.n)
+        return self._made[i]
+
+    def all(self) -> list[str]:
+        made = normalize_many(self.texts, self.n)
+        self._made = dict(enumerate(made))
+        return made
 
 
 def _pair(train_id: str, holdout_id: str, jac: float | None, cont: float | None,

@@ -57,7 +57,7 @@ from curator.decontamination.text import (
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.writers import write_atomic
+from curator.io.writers import safe_name, write_atomic
 from curator.pipeline import PipelineResult
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
@@ -116,7 +116,9 @@ class DecontaminationConfig(StepConfig):
     containment: ContainmentConfig = ContainmentConfig()
     prefer_id_field: bool = False
     shared_id_space: bool = True
-    #: accepted for the reference's configs; work files live in <output_dir>/.decontamination-work
+    #: where the run's work files go (the holdout index, per-partition scan results):
+    #: ``<work_dir>/<output dir's name>-<digest of its path>/``, so several runs can share
+    #: one ``work_dir``; default ``<output_dir>/.decontamination-work``
     work_dir: str | None = None
     skip_similarity: bool = False
     partition_size: str | int = "64MB"
@@ -190,6 +192,12 @@ def files_digest(files: list[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def work_folder(work_dir: Path, out: Path) -> Path:
+    """The run's folder under a user's ``work_dir``: one per output directory."""
+    digest = hashlib.sha256(str(out).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return work_dir.resolve() / f"{safe_name(out.name, 60)}-{digest}"
+
+
 class DecontaminationRun(StepRun):
     """One decontamination run (:class:`~curator.steps.base.StepRun` keeps the order)."""
 
@@ -200,6 +208,8 @@ class DecontaminationRun(StepRun):
     def __init__(self, config: DecontaminationConfig, executor: Executor | None = None,
                  on_progress: ProgressHook | None = None) -> None:
         super().__init__(config, executor, on_progress)
+        if config.work_dir:
+            self.work = work_folder(Path(config.work_dir), self.out)
         self.removed_dir = self.out / "removed"
         self.report_path = self.out / REPORT_NAME
         self.files: list[str] = []
@@ -297,6 +307,7 @@ class DecontaminationRun(StepRun):
     def _resolve(self, spec: Any, key: str) -> list[str]:
         found = resolve_input_files(spec, JSONL_EXTENSIONS) if spec else []
         found = [f for f in found if not Path(f).resolve().is_relative_to(self.out)
+                 and not Path(f).resolve().is_relative_to(self.work)
                  and not f.lower().endswith(PARQUET_NAMES)]
         if not found:
             raise CuratorError(f"{key}_no_matches", f"{key} {spec!r} matches no JSONL files")

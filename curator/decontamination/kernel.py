@@ -1,0 +1,111 @@
+"""The scan's per-character kernel: normalise, hash every shingle and test it against the
+index's filter in one pass over a batch's code points (numba).
+
+The numpy path (:func:`curator.decontamination.text.normalize_batch`, then
+:func:`~curator.decontamination.text.window_hashes`, then the filter) makes some twenty
+passes over arrays of 8 bytes per character; on a training corpus that is most of the
+scan's time (docs/benchmarks.md, section 8). Here each character is read once: mapped
+to a space or kept (the same tables as ``normalize_batch``), whitespace runs collapsed
+and the ends trimmed, the window's polynomial hash rolled (the same polynomial as
+``_rolling``: ``sum(u[i+t] * P**(k-1-t))`` mod 2**64), and only the windows whose
+filter bits are set are written out. Equality with the numpy path is tested on hostile
+texts for every normalisation switch (tests/decontaminate/test_kernel.py).
+
+NFC and casefold stay in Python (``str`` methods, before the kernel): they change the
+number of code points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from curator.decontamination.index import FILTER_MIX, filter_shift
+from curator.decontamination.text import _P, Normalization, _prepare, _tables
+
+_SPACE = np.uint64(32)
+
+
+@njit(cache=True, nogil=True)
+def _candidate_windows(units, starts, lengths, keep, space, strip, collapse, k, p, pk1,
+                       bitmap, shift, out_doc, out_hash):  # pragma: no cover - compiled
+    """Write ``(doc, hash)`` of every window that pass the filter; return how many.
+
+    Written out flat (no helper for the roll): numba's inlined helper returning a tuple
+    measured 2.7x slower here."""
+    n = 0
+    ring = np.zeros(k, np.uint64)
+    one, mix = np.uint64(1), FILTER_MIX
+    s58, s52, low6 = np.uint64(58), np.uint64(52), np.uint64(63)
+    for d in range(len(starts)):
+        h = np.uint64(0)
+        slot = 0
+        count = 0
+        ring[:] = 0  # so the roll needs no special case before k units
+        pending = False  # a space owed before the next kept unit
+        for i in range(starts[d], starts[d] + lengths[d]):
+            c = units[i]
+            is_ws = (not keep[c]) if strip else space[c]
+            for step in range(2):  # at most two units out: an owed space, then c
+                if step == 0:
+                    if not collapse:
+                        u = _SPACE if (is_ws and strip) else np.uint64(c)
+                    elif is_ws:
+                        pending = count > 0  # never a leading space
+                        break
+                    elif pending:
+                        u = _SPACE
+                        pending = False
+                    else:
+                        continue
+                elif not collapse:
+                    break
+                else:
+                    u = np.uint64(c)
+                h = (h - ring[slot] * pk1) * p + u
+                ring[slot] = u
+                slot += 1
+                if slot == k:
+                    slot = 0
+                count += 1
+                if count >= k:
+                    m = h * mix  # index.filter_test
+                    mask = (one << (m >> s58)) | (one << ((m >> s52) & low6))
+                    if bitmap[h >> shift] & mask == mask:
+                        out_doc[n] = d
+                        out_hash[n] = h
+                        n += 1
+    return n
+
+
+class CandidateWindows:
+    """The kernel with its reusable output buffers (one per worker)."""
+
+    def __init__(self, normalization: Normalization, k: int, bitmap: np.ndarray) -> None:
+        self.n = normalization
+        self.k = k
+        self.bitmap = bitmap
+        self.shift = filter_shift(len(bitmap))
+        self.p = np.uint64(_P)
+        self.pk1 = np.uint64(pow(int(_P), k - 1, 1 << 64))
+        self._doc = np.empty(0, np.int64)
+        self._hash = np.empty(0, np.uint64)
+
+    def __call__(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(doc, hash)``: the batch index and hash of every shingle of ``texts`` (as
+        normalised) that may be an index key, in document and position order."""
+        prepared = [_prepare(t, self.n) for t in texts]
+        lengths = np.fromiter((len(t) for t in prepared), dtype=np.int64, count=len(texts))
+        units = np.frombuffer("".join(prepared).encode("utf-32-le", "surrogatepass"),
+                              dtype=np.uint32)
+        if len(units) > len(self._doc):  # reused: fresh pages are costly on some hosts
+            size = max(len(units), 2 * len(self._doc))
+            self._doc = np.empty(size, np.int64)
+            self._hash = np.empty(size, np.uint64)
+        tables = _tables().ready(units)
+        starts = np.cumsum(lengths) - lengths
+        found = _candidate_windows(units, starts, lengths, tables.keep, tables.space,
+                                   self.n.strip_punctuation, self.n.collapse_whitespace,
+                                   self.k, self.p, self.pk1, self.bitmap, self.shift,
+                                   self._doc, self._hash)
+        return self._doc[:found].copy(), self._hash[:found].copy()

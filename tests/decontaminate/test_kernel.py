@@ -1,0 +1,60 @@
+"""The compiled scan kernel gives exactly the windows of the numpy path."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from curator.decontamination.index import build_index
+from curator.decontamination.kernel import CandidateWindows
+from curator.decontamination.text import (
+    Normalization,
+    Shingling,
+    char_units,
+    normalize,
+    unit_hashes,
+)
+from tests.decontaminate.test_text import TEXTS, random_texts
+
+HOSTILE = TEXTS + random_texts(400, seed=5) + [
+    "\ud800 lone surrogate \udfff", "😀 astral 😀", "İstanbul ǅ ẞ", "\x00nul\x00", "x" * 30,
+]
+ALL_BITS = np.full(1 << 10, np.iinfo(np.uint64).max, np.uint64)  # every window passes the filter
+
+
+@pytest.mark.parametrize("flags", list(itertools.product([True, False], repeat=4)))
+@pytest.mark.parametrize("k", [1, 5, 24])
+def test_every_window_as_the_numpy_path(flags: tuple[bool, ...], k: int) -> None:
+    n = Normalization(*flags)
+    doc, hashes = CandidateWindows(n, k, ALL_BITS)(HOSTILE)
+    units, lengths = char_units([normalize(t, n) for t in HOSTILE])
+    want, want_doc = unit_hashes(units, lengths, k)
+    assert np.array_equal(doc, want_doc)
+    assert np.array_equal(hashes, want)
+
+
+def test_the_filter_keeps_every_key_and_drops_most_others() -> None:
+    s = Shingling()
+    holdout = [normalize(t, s.normalization) for t in random_texts(50, seed=9) if len(t) > 30]
+    index = build_index("exact", s, holdout, None, 0.8)  # type: ignore[arg-type]
+    train = random_texts(300, seed=10) + [h.upper() + "!" for h in holdout]
+    doc, hashes = CandidateWindows(s.normalization, s.size, index.bitmap)(train)
+    units, lengths = char_units([normalize(t, s.normalization) for t in train])
+    every, every_doc = unit_hashes(units, lengths, s.size)
+    keys = set(index.keys.tolist())
+    hit = np.array([h in keys for h in every.tolist()], dtype=bool)
+    passed = index.maybe(every)
+    assert np.array_equal(hashes, every[passed]) and np.array_equal(doc, every_doc[passed])
+    assert hit.any() and set(every[hit].tolist()) <= set(hashes.tolist())
+    assert len(hashes) < len(every)
+
+
+def test_buffers_grow_and_are_reused() -> None:
+    kernel = CandidateWindows(Normalization(), 3, ALL_BITS)
+    small = kernel(["abcdef"])
+    big = kernel(["abcdefgh" * 500, "xyz"])
+    again = kernel(["abcdef"])
+    assert np.array_equal(small[1], again[1]) and len(big[1]) == 8 * 500 - 2 + 1
+    assert kernel(["", "ab"])[0].size == 0
