@@ -148,6 +148,84 @@ def read(url: str, start: int | None = None, end: int | None = None) -> bytes:
     return bytes(fs.cat_file(path, start=start, end=end))
 
 
+def read_file(path: str) -> bytes:
+    """The bytes of a local file or of an object (one GET)."""
+    if not is_remote(path):
+        with open(path, "rb") as f:
+            return f.read()
+    return read(path)
+
+
+def open_file(path: str) -> BinaryIO:
+    """A local file or an object, opened for reading (binary)."""
+    if not is_remote(path):
+        return open(path, "rb")
+    return open_read(path)
+
+
+def is_file_at(path: str) -> bool:
+    """Whether a local path or a URL names a file (an object)."""
+    if not is_remote(path):
+        return os.path.isfile(path)
+    return isfile(path)
+
+
+def version(path: str) -> tuple[int | None, str | int | None]:
+    """``(size, version)`` of a local file (its mtime in ns) or of an object (its ETag,
+    else its last-modified time), ``(None, None)`` when it is gone: what tells a changed
+    input from the same one (a changed file is read again, never resumed)."""
+    if not is_remote(path):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None, None
+        return st.st_size, st.st_mtime_ns
+    fs, p = _fs(path)
+    try:
+        info = fs.info(p)
+    except FileNotFoundError:
+        return None, None
+    tag = info.get("ETag") or info.get("etag") or info.get("LastModified") \
+        or info.get("mtime") or info.get("last_modified")
+    return int(info.get("size") or 0), None if tag is None else str(tag)
+
+
+def _norm_url(url: str) -> str:
+    return url.rstrip("/")
+
+
+def within(path: str, root: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (a local path or a URL) lies in the directory ``root`` (either):
+    a step's own output is never read as its input."""
+    root = os.fspath(root)
+    if is_remote(path) or is_remote(root):
+        if not (is_remote(path) and is_remote(root)):
+            return False
+        base = _norm_url(root) + "/"
+        return path.startswith(base) or _norm_url(path) == _norm_url(root)
+    return Path(path).resolve().is_relative_to(Path(root).resolve())
+
+
+def relative(path: str, root: str | os.PathLike[str]) -> str | None:
+    """``path`` relative to the directory ``root`` (``a/b.jsonl``), local or URL; None
+    when it is not inside it."""
+    root = os.fspath(root)
+    if is_remote(path) or is_remote(root):
+        base = _norm_url(root) + "/"
+        return path[len(base):] if is_remote(path) and path.startswith(base) else None
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return None
+
+
+def parent(path: str) -> str:
+    """The directory holding a local file or an object (a URL stays a URL)."""
+    if is_remote(path):
+        return path.rstrip("/").rsplit("/", 1)[0]
+    return str(Path(path).resolve().parent)
+
+
 def put_file(local: str | os.PathLike[str], url: str) -> None:
     """Upload a finished local file to ``url`` with one put (atomic on an object store)."""
     fs, path = _fs(url)
@@ -259,7 +337,8 @@ def publish(local: Path, url: str, key: str, last: Sequence[Path] = ()) -> list[
 
 
 __all__ = [
-    "any_remote", "check_checkpoint_local", "exists", "glob", "is_remote", "isdir",
-    "isfile", "join", "list_files", "local_copy_dir", "open_read", "publish", "put_file",
-    "read", "remove", "size", "unpublish", "unsupported", "walk_files", "write_bytes",
+    "any_remote", "check_checkpoint_local", "exists", "glob", "is_file_at", "is_remote",
+    "isdir", "isfile", "join", "list_files", "local_copy_dir", "open_file", "open_read",
+    "parent", "publish", "put_file", "read", "read_file", "relative", "remove", "size",
+    "unpublish", "unsupported", "version", "walk_files", "within", "write_bytes",
 ]

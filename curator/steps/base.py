@@ -119,6 +119,19 @@ def _path_values(values: dict[str, Any], prefix: str = "") -> list[tuple[str, An
     return found
 
 
+def url_problems(step: str, config: StepConfig, url_keys: tuple[str, ...]) -> list[Problem]:
+    """``object_storage_unsupported`` for a URL in a path-like key of ``config`` (``*_dir``,
+    ``*_glob``, ``*_path``, ``input``, ...; nested too) that is not one of ``url_keys``
+    (docs/storage.md). A step's ``preflight`` and :meth:`StepRun.url_problems` both call
+    it, so a flow's preflight lists what the run would refuse."""
+    values = config.model_dump(mode="json", exclude={"execution"})
+    return [("object_storage_unsupported",
+             f"step {step!r} cannot use object storage for {key} ({value!r}): use a local "
+             "or shared-filesystem path (docs/storage.md lists what can)")
+            for key, value in _path_values(values) if key not in url_keys
+            and storage.any_remote(value)]
+
+
 def _rebase(data: Any, local: str, url: str) -> Any:
     """``data`` with the local copy's path replaced by the remote URL in every string."""
     if isinstance(data, str):
@@ -336,12 +349,13 @@ class StepRun:
     def url_problems(self) -> list[Problem]:
         """``object_storage_unsupported`` for a URL in a path-like key (``*_dir``,
         ``*_glob``, ``*_path``, ``input``, ...) other than :attr:`url_keys`."""
-        values = self.config.model_dump(mode="json", exclude={"execution"})
-        return [("object_storage_unsupported",
-                 f"step {self.key!r} cannot use object storage for {key} yet ({value!r}): "
-                 "use a local or shared-filesystem path (docs/storage.md lists what can)")
-                for key, value in _path_values(values) if key not in self.url_keys
-                and storage.any_remote(value)]
+        return url_problems(self.key, self.config, self.url_keys)
+
+    def inside_output(self, path: str) -> bool:
+        """Whether ``path`` (a file or an object) lies in this run's output: its local
+        copy or, for a remote ``output_dir``, the URL (never read as input)."""
+        return storage.within(path, self.out) or bool(
+            self.output_url and storage.within(path, self.output_url))
 
     def config_hash(self) -> str:
         """Digest of what determines the result (execution settings excluded)."""
@@ -390,4 +404,5 @@ class StepRun:
         return error_block(self.error)
 
 
-__all__ = ["ProgressHook", "StepRun", "can_resume", "partition_ids", "prepare_work"]
+__all__ = ["ProgressHook", "StepRun", "can_resume", "partition_ids", "prepare_work",
+           "url_problems"]
