@@ -181,11 +181,14 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     # only what the flow config sets: CURATE_EXECUTION__* fill the rest, as for a step
     execution = config.execution.model_dump(exclude_unset=True)
     execution.setdefault("checkpoint_path", paths["checkpoints"])
-    if storage.is_remote(config.output_root):  # docs/storage.md: single steps only, yet
+    if storage.is_remote(config.output_root):  # docs/storage.md: single steps only
         problems.append(("object_storage_unsupported",
-                         f"curate flow cannot keep output_root on object storage yet "
-                         f"({config.output_root!r}): use a local or shared-filesystem root; "
-                         "ingest and filter run on their own can publish to a bucket"))
+                         f"curate flow cannot keep output_root on object storage "
+                         f"({config.output_root!r}): the root holds the steps' checkpoints "
+                         "(LMDB needs a local disk), the done-markers and flow_plan.json the "
+                         "flow reads back, and the outputs its done-checks stat; use a local "
+                         "or shared-filesystem root (each step run on its own, curate <step>, "
+                         "can read from and publish to a bucket)"))
     raw_files = _check_input(corpus, problems)
 
     reads = CorpusView(glob=corpus.input, text_field=corpus.text_field,
