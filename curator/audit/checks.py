@@ -13,11 +13,11 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
 from curator.corpus.fingerprint import RowDigest
+from curator.io import storage
 
 #: how many ids (or shards) a finding names
 EXAMPLES = 5
@@ -69,11 +69,11 @@ class AuditFacts:
 
 
 def _name(path: str, root: str | None) -> str:
+    """``path`` relative to ``root`` (a local folder or a URL prefix), else as it is."""
     if root:
-        try:
-            return str(Path(path).resolve().relative_to(Path(root).resolve()))
-        except ValueError:
-            pass
+        rel = storage.relative(path, root)
+        if rel is not None:
+            return rel
     return path
 
 
@@ -178,8 +178,8 @@ def _shards(f: AuditFacts, declared: Any) -> list[Finding]:
     """The manifest's ``shards[{name, rows, sha256}]`` against the files on disk."""
     if not isinstance(declared, list):
         return []
-    root = Path(f.manifest_path or ".").resolve().parent
-    on_disk = {_name(p, str(root)): f.scans[p] for p in f.target}
+    root = storage.parent(f.manifest_path or "./.")  # the manifest's folder (or a URL's)
+    on_disk = {_name(p, root): f.scans[p] for p in f.target}
     findings: list[Finding] = []
     names = set()
     for entry in declared:

@@ -25,15 +25,16 @@ from typing import Any
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 from curator.corpus.reading import iter_lines, iter_records
 from curator.corpus.records import RecordSpec, Rejection
+from curator.io import storage
 
 
 def _digest_files(files: list[str]) -> str:
     """sha256 over the files' names and bytes in sorted order (the report's
-    ``splits.holdout.content_digest``)."""
+    ``splits.holdout.content_digest``); a holdout on object storage is read there."""
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
-        with open(name, "rb") as f:
+        with storage.open_file(name) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         h.update(b"\0")

@@ -32,7 +32,6 @@ polars.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -54,6 +53,7 @@ from curator.corpus.records import (
     source_of,
 )
 from curator.errors import CuratorError
+from curator.io import storage
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -197,10 +197,10 @@ def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
     its bytes (a target shard's; no check reads another file's). ``exact``: parse line
     by line with offsets even where a whole batch parses (the tests compare the two)."""
     scan = FileScan(path=path)
-    if not os.path.isfile(path):
-        scan.fault = {"kind": NOT_A_FILE, "offset": 0}
-        return scan
     try:
+        if not storage.is_file_at(path):  # a local file or an object
+            scan.fault = {"kind": NOT_A_FILE, "offset": 0}
+            return scan
         data = _read(path, scan, digest)
     except (OSError, EOFError, ValueError) as exc:
         scan.fault = {"kind": NOT_READABLE, "offset": 0, "detail": f"{type(exc).__name__}: {exc}"}
@@ -230,7 +230,7 @@ def _read(path: str, scan: FileScan, digest: bool) -> bytes:
     """The file's lines' bytes; its size and (with ``digest``) sha256 go to ``scan``."""
     if is_compressed(path):  # the digest is of the compressed bytes on disk
         h = hashlib.sha256() if digest else None
-        with open(path, "rb") as f:
+        with storage.open_file(path) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 if h is not None:
                     h.update(chunk)
@@ -238,8 +238,7 @@ def _read(path: str, scan: FileScan, digest: bool) -> bytes:
         if h is not None:
             scan.sha256 = "sha256:" + h.hexdigest()
         return read_bytes(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    data = storage.read_file(path)  # a local file or an object (one GET)
     scan.bytes = len(data)
     if digest:
         scan.sha256 = "sha256:" + hashlib.sha256(data).hexdigest()

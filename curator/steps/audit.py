@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,10 +40,14 @@ from curator.execution import Executor
 from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
-from curator.steps.base import ProgressHook, StepRun
+from curator.steps.base import ProgressHook, StepRun, url_problems
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 Mode = Literal["integrity", "digest", "containment", "all"]
+#: the keys that may name an fsspec URL (docs/storage.md): what the audit reads (a
+#: filter's output published to a bucket) and where its report goes
+URL_KEYS = ("target_glob", "reference_glob", "ledger_glob", "declared_manifest",
+            "rejected_dir", "digest_root", "output_dir")
 
 
 class AuditConfig(StepConfig):
@@ -71,10 +74,9 @@ class AuditConfig(StepConfig):
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
-        # object storage: not yet for this step (docs/storage.md)
-        problems += storage.unsupported("audit", self, (
-            "target_glob", "output_dir", "declared_manifest", "ledger_glob", "reference_glob",
-            "digest_root", "approved_policy", "rejected_dir", "output_root"))
+        # object storage: what it reads and its output_dir may be URLs, not the policy
+        # or a flow's output_root (docs/storage.md)
+        problems += url_problems("audit", self, URL_KEYS)
         if self.target_glob is None and self.output_root is None:
             problems.append(("audit_needs_a_target",
                              "set target_glob (the shards to audit) or output_root (a "
@@ -90,8 +92,9 @@ class AuditConfig(StepConfig):
                                  "target must be contained in)"))
         if flow is None:  # in a flow the upstream files are written by earlier steps
             for key in ("declared_manifest", "approved_policy"):
-                value = getattr(self, key)
-                if value is not None and not Path(value).is_file():
+                value = getattr(self, key)  # an object is looked for when the run starts
+                if value is not None and not storage.is_remote(value) \
+                        and not Path(value).is_file():
                     problems.append((f"{key}_not_found", f"{key} {value!r} does not exist"))
         else:
             if self.declared_manifest is None or self.ledger_glob is None:
@@ -123,8 +126,8 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
     """With ``output_root``: the filter's artifacts there (as its ``flow_plan.json``
     places them, else the flow's default layout) fill the keys the config leaves unset.
     Without a filter output there, only the later steps' artifacts are audited."""
-    if config.output_root is None:
-        return config
+    if config.output_root is None or storage.is_remote(config.output_root):
+        return config  # a flow's root is local: the run refuses a URL (docs/storage.md)
     root = Path(config.output_root)
     if not root.is_dir():
         raise CuratorError("output_root_not_found",
@@ -152,6 +155,7 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
 
 class AuditRun(StepRun):
     key = "audit"
+    url_keys = URL_KEYS
     schema_version = SCHEMA_VERSION
     config: AuditConfig
 
@@ -187,7 +191,9 @@ class AuditRun(StepRun):
                                    f"reference_glob {cfg.reference_glob!r} matches no files")
         self._read_manifest()
         rejected = cfg.rejected_dir or (self.manifest or {}).get("rejected_dir")
-        if rejected and Path(rejected).is_dir():
+        if rejected and storage.is_remote(rejected):  # a filter that published to a bucket
+            self.rejected = self._objects(storage.join(rejected, "*.jsonl"), "rejected_dir")
+        elif rejected and Path(rejected).is_dir():
             self.rejected = sorted(str(p.resolve()) for p in Path(rejected).glob("*.jsonl"))
         self.target = [f for f in self.target if f not in set(self.rejected)]
 
@@ -197,17 +203,37 @@ class AuditRun(StepRun):
         except CuratorError as exc:
             raise CuratorError(f"{key}_no_matches", exc.message) from exc
         return [f for f in found if Path(f).name not in SIDECARS
-                and not Path(f).name.startswith(".") and not Path(f).is_relative_to(self.out)]
+                and not Path(f).name.startswith(".") and not self.inside_output(f)]
+
+    def _objects(self, pattern: str, key: str) -> list[str]:
+        """The objects a URL glob matches (none is fine); the store's errors are
+        ``object_storage_error``."""
+        try:
+            return storage.glob(pattern)
+        except CuratorError:
+            raise
+        except Exception as exc:  # the store's own errors: credentials, permissions
+            raise CuratorError("object_storage_error",
+                               f"{key}: cannot list {pattern!r}: {type(exc).__name__}: {exc}",
+                               url=pattern) from exc
 
     def _read_manifest(self) -> None:
         path = self.config.declared_manifest
         if path is None:
             return
-        if not Path(path).is_file():
+        try:
+            found = storage.is_file_at(path)  # a local file or an object
+        except CuratorError:
+            raise
+        except Exception as exc:  # the store's own errors: credentials, permissions
+            raise CuratorError("object_storage_error",
+                               f"declared_manifest {path!r}: {type(exc).__name__}: {exc}",
+                               url=path) from exc
+        if not found:
             raise CuratorError("declared_manifest_not_found",
                                f"declared_manifest {path!r} does not exist")
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(storage.read_file(path).decode("utf-8"))
         except (OSError, ValueError) as exc:
             self.manifest_error = f"{type(exc).__name__}: {exc}"
             return
@@ -227,14 +253,9 @@ class AuditRun(StepRun):
         return sorted(set(self.target) | set(self.reference) | set(self.rejected))
 
     def config_extra(self) -> dict[str, Any]:
-        """The files scanned, by path, size and mtime: changed files are rescanned."""
-        stats = []
-        for path in self.files():
-            try:
-                st = os.stat(path)
-                stats.append([path, st.st_size, st.st_mtime_ns])
-            except OSError:
-                stats.append([path, None, None])
+        """The files scanned, by path, size and mtime (an object: its ETag): changed
+        files are rescanned."""
+        stats = [[path, *storage.version(path)] for path in self.files()]
         return {"files": stats, "fields": list(self.fields()),
                 "artifacts": [[kind.name, file_digest(path)] for kind, path in self.kinds]}
 
@@ -278,7 +299,7 @@ class AuditRun(StepRun):
                 paths = []
             for path in paths:
                 try:
-                    data = json.loads(Path(path).read_text(encoding="utf-8"))
+                    data = json.loads(storage.read_file(path).decode("utf-8"))
                     ledgers.append((path, data if isinstance(data, dict) else None,
                                     None if isinstance(data, dict) else "not a JSON object"))
                 except (OSError, ValueError) as exc:
@@ -338,10 +359,12 @@ class AuditRun(StepRun):
         findings = result.get("findings") or []
         if findings:
             names = sorted({f["name"] for f in findings})
+            where = (storage.join(self.output_url, REPORT_NAME) if self.output_url
+                     else str(self.report_path))  # published: the bucket's copy
             raise CuratorError(
                 "audit_findings",
                 f"{len(findings)} findings ({', '.join(names)}); the complete report is "
-                f"{self.report_path}", complete=True, report=str(self.report_path))
+                f"{where}", complete=True, report=where)
 
 
 def _policy_fingerprint(path: str) -> str | None:

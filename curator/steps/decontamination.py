@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,11 +31,12 @@ from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_NAMES,
     is_compressed,
+    is_parquet,
     shard_name,
     shard_summary,
 )
-from curator.corpus.reading import iter_records
-from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
+from curator.corpus.reading import iter_records, split_lines
+from curator.corpus.records import MISSING_ID, RecordSpec, Rejection, classify_line
 from curator.decontamination.index import (
     MinHashParams,
     banding_recall,
@@ -56,15 +58,18 @@ from curator.decontamination.text import (
 )
 from curator.errors import CuratorError
 from curator.execution import Executor
+from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import safe_name, write_atomic
 from curator.pipeline import PipelineResult
-from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.base import ProgressHook, StepRun, partition_ids, url_problems
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 #: training records read per file by the refusal that compares the key spaces
 KEY_SAMPLE = 200
 KEY_SAMPLE_BYTES = 1 << 20
+#: the keys that may name an fsspec URL (docs/storage.md)
+URL_KEYS = ("train_glob", "holdout_glob", "holdout", "output_dir")
 
 
 class NormalizationConfig(BaseModel):
@@ -128,7 +133,9 @@ class DecontaminationConfig(StepConfig):
         return self.holdout_glob if self.holdout_glob is not None else self.holdout
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
-        problems: list[Problem] = []
+        # object storage: the inputs and output_dir may be URLs, work_dir stays local
+        # (docs/storage.md)
+        problems: list[Problem] = url_problems("decontamination", self, URL_KEYS)
         if not self.holdout_files_spec:
             where = "steps.decontamination.holdout" if flow is not None else "holdout_glob"
             problems.append(("decontamination_needs_a_holdout",
@@ -181,11 +188,12 @@ def ids_fingerprint(ids: list[str]) -> str:
 
 def files_digest(files: list[str]) -> str:
     """sha256 over the files' names and bytes, in sorted order (what ``holdout_modified``
-    compares, and what the audit checker recomputes)."""
+    compares, and what the audit checker recomputes). A file may be an object
+    (``s3://...``): its bytes are read again, not taken from its ETag."""
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
-        with open(name, "rb") as f:
+        with storage.open_file(name) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         h.update(b"\0")
@@ -202,6 +210,7 @@ class DecontaminationRun(StepRun):
     """One decontamination run (:class:`~curator.steps.base.StepRun` keeps the order)."""
 
     key = "decontamination"
+    url_keys = URL_KEYS
     schema_version = SCHEMA_VERSION
     config: DecontaminationConfig
 
@@ -306,8 +315,8 @@ class DecontaminationRun(StepRun):
     # -- refusals ----------------------------------------------------------------------
     def _resolve(self, spec: Any, key: str) -> list[str]:
         found = resolve_input_files(spec, JSONL_EXTENSIONS) if spec else []
-        found = [f for f in found if not Path(f).resolve().is_relative_to(self.out)
-                 and not Path(f).resolve().is_relative_to(self.work)
+        found = [f for f in found if not self.inside_output(f)
+                 and not storage.within(f, self.work)
                  and not f.lower().endswith(PARQUET_NAMES)]
         if not found:
             raise CuratorError(f"{key}_no_matches", f"{key} {spec!r} matches no JSONL files")
@@ -368,8 +377,7 @@ class DecontaminationRun(StepRun):
         cfg = self.config
         fields: set[str] = set()
         for path in self.files:
-            head = None if is_compressed(path) else (0, KEY_SAMPLE_BYTES)  # not the whole file
-            for n, (_, _, record) in enumerate(iter_records(path, head, self._spec())):
+            for n, (_, _, record) in enumerate(_head_records(path, self._spec())):
                 if n >= KEY_SAMPLE:
                     break
                 if type(record) is Rejection:
@@ -424,6 +432,21 @@ class DecontaminationRun(StepRun):
             producer=self.producer(), completed=self.completed, error=self.error_block(),
             shards=shards, warnings=self.warnings)
         return [(self.report_path, report)]
+
+
+def _head_records(path: str, spec: RecordSpec
+                  ) -> Iterator[tuple[int, bytes | None, dict[str, Any] | Rejection]]:
+    """The records of a training file's first ``KEY_SAMPLE_BYTES`` (a compressed file:
+    all of it). An object is read with one ranged GET, not whole."""
+    if not storage.is_remote(path) or is_compressed(path) or is_parquet(path):
+        head = None if is_compressed(path) else (0, KEY_SAMPLE_BYTES)  # not the whole file
+        yield from iter_records(path, head, spec)
+        return
+    data = storage.read(path, 0, KEY_SAMPLE_BYTES)
+    if len(data) == KEY_SAMPLE_BYTES:  # whole lines only
+        data = data[:data.rfind(b"\n") + 1]
+    for offset, line in split_lines(data):
+        yield offset, line, classify_line(line, spec)
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:

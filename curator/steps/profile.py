@@ -37,7 +37,6 @@ from curator.corpus.records import RecordSpec
 from curator.corpus.sampling import allocate
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
@@ -51,7 +50,7 @@ from curator.profile.passes import (
 )
 from curator.profile.report import build_report, render, sample_manifest
 from curator.signals.registry import REGISTRY, SignalSpec, missing_requirements
-from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.base import ProgressHook, StepRun, partition_ids, url_problems
 from curator.steps.spec import FlowContext, Phase, Problem, StepSpec
 
 log = logging.getLogger("curator.profile")
@@ -63,6 +62,8 @@ SUMMARY_NAME = "profile_summary.md"
 CANDIDATES_NAME = "candidate_policies.yaml"
 PLOTS_DIR = "plots"
 ARTIFACTS = (REPORT_NAME, SAMPLE_MANIFEST, SUMMARY_NAME, CANDIDATES_NAME)
+#: the keys that may name an fsspec URL (docs/storage.md); the pack and model stay local
+URL_KEYS = ("input_glob", "output_dir")
 
 
 
@@ -99,9 +100,8 @@ class ProfileConfig(StepConfig):
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
-        # object storage: not yet for this step (docs/storage.md)
-        problems += storage.unsupported("profile", self, (
-            "input_glob", "output_dir", "langpack_dir"))
+        # object storage: input_glob and output_dir may be URLs (docs/storage.md)
+        problems += url_problems("profile", self, URL_KEYS)
         where = "corpus." if flow is not None else ""
         if not self.langpack_dir or self.langpack_dir.strip().lower() == "bundled":
             problems.append(("missing_langpack_dir",
@@ -133,18 +133,19 @@ class ProfileRun(StepRun):
     """One profile run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
     key = "profile"
+    url_keys = URL_KEYS
     schema_version = 1
     config: ProfileConfig
 
     def refuse(self) -> None:
-        config, out = self.config, self.out
+        config = self.config
         assert config.langpack_dir is not None and config.language is not None
         self.pack = load_langpack(config.langpack_dir, config.language)
         self.specs, self.notes = select_signals(config.signals, self.pack,
                                                 config.models.tokenizer is not None)
         files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
                  if Path(f).name not in SIDECARS]
-        self.files = [f for f in files if not Path(f).is_relative_to(out)]
+        self.files = [f for f in files if not self.inside_output(f)]
         if not self.files:
             raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
         self.report: dict[str, Any] | None = None
@@ -255,6 +256,10 @@ def select_signals(
 
 
 def _common_root(files: list[str]) -> str:
+    """The folder every input file is in. With no source field a document's source is
+    its file relative to it, so the same files locally and on a bucket (``s3://b/raw/``)
+    give the same sources: ``Path`` reads ``s3://b/raw/a.jsonl`` as ``s3:/b/raw/a.jsonl``
+    on both sides of ``relative_to``."""
     import os
 
     root = os.path.commonpath([str(Path(f).parent) for f in files])

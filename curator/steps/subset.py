@@ -47,7 +47,7 @@ from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.pipeline import PipelineResult
-from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.base import ProgressHook, StepRun, partition_ids, url_problems
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 from curator.subset.counting import BUNDLED, TokenizerId, identify
 from curator.subset.planning import Plan, make_plan, verify_nesting
@@ -73,6 +73,8 @@ REPORT_NAME = "subset_report.json"
 PLAN_NAME = "plan.json"
 DEFAULT_BUDGETS = [100_000_000, 500_000_000, 2_000_000_000]
 DEFAULT_BANDS = [128, 512, 2048, 8192]
+#: the keys that may name an fsspec URL (docs/storage.md); the token cache stays local
+URL_KEYS = ("input_glob", "output_dir")
 
 
 class SubsetTokenizer(BaseModel):
@@ -103,9 +105,8 @@ class SubsetConfig(StepConfig):
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
-        # object storage: not yet for this step (docs/storage.md)
-        problems += storage.unsupported("subset", self, (
-            "input_glob", "output_dir", "token_cache"))
+        # object storage: input_glob and output_dir may be URLs (docs/storage.md)
+        problems += url_problems("subset", self, URL_KEYS)
         if not self.id_field:
             problems.append(("id_field_missing",
                              "id_field is required: tiers are sets of document ids (in a "
@@ -185,6 +186,7 @@ def run_subset(config: SubsetConfig, executor: Executor | None = None,
 
 class SubsetRun(StepRun):
     key = "subset"
+    url_keys = URL_KEYS
     schema_version = SCHEMA_VERSION
     config: SubsetConfig
 
@@ -209,8 +211,14 @@ class SubsetRun(StepRun):
     def cache_dir(self) -> str | None:
         if self.tok.name is None:
             return None
-        return str(Path(self.config.token_cache).resolve() if self.config.token_cache
-                   else self.out / ".token_cache")
+        if self.config.token_cache:
+            return str(Path(self.config.token_cache).resolve())
+        if self.output_url:  # the local copy goes once published: the cache is kept beside
+            # it, on the checkpoint's disk (docs/storage.md)
+            return str(storage.local_copy_dir(self.output_url,
+                                              self.config.execution.checkpoint_path,
+                                              "subset-token-cache"))
+        return str(self.out / ".token_cache")
 
     def tier_dirs(self) -> list[str]:
         return [tier_dir(b, self.unit) for b in self.budgets]
@@ -221,7 +229,7 @@ class SubsetRun(StepRun):
         if cfg.tokenizer is not None:
             self.tok = identify(cfg.tokenizer.name, cfg.tokenizer.revision)
         found = resolve_input_files(cfg.input_glob, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
-        found = [f for f in found if not Path(f).resolve().is_relative_to(self.out)
+        found = [f for f in found if not self.inside_output(f)
                  and Path(f).name not in SIDECARS]
         if not found:
             raise CuratorError("input_glob_no_matches",

@@ -1,6 +1,8 @@
-"""Steps that cannot use object storage yet refuse a URL up front, naming the step and
-the key (``object_storage_unsupported``), before anything is written; so does a flow
-whose output_root is a URL. No server is needed: nothing is read or written."""
+"""Keys that cannot name object storage refuse a URL up front, naming the step and the
+key (``object_storage_unsupported``), in the step's preflight (so in a flow's preflight
+too) and again when it runs, before anything is written; so does a flow whose
+output_root is a URL. The keys that can take a URL pass preflight. No server is needed:
+nothing is read or written."""
 
 from __future__ import annotations
 
@@ -15,17 +17,31 @@ from curator.steps.registry import STEPS
 BY_KEY = {s.key: s for s in STEPS}
 URL = "s3://bucket/somewhere"
 
-#: a URL in each of these keys is refused (step, key, the step's other required keys)
+#: a URL in each of these keys is refused (step, key, the step's other required keys):
+#: what must stay on a local disk (packs, policies, caches, work files, a flow's root)
 REFUSED = [
-    ("profile", "output_dir", {"input_glob": "in/*.jsonl", "langpack_dir": "langpacks",
-                               "language": "en"}),
-    ("profile", "input_glob", {"langpack_dir": "langpacks", "language": "en"}),
-    ("subset", "output_dir", {"input_glob": "in/*.jsonl", "id_field": "id",
-                              "token_budgets": [10]}),
-    ("audit", "output_dir", {"target_glob": "in/*.jsonl"}),
-    ("audit", "target_glob", {}),
+    ("profile", "langpack_dir", {"input_glob": "in/*.jsonl", "language": "en"}),
+    ("subset", "token_cache", {"input_glob": "in/*.jsonl", "id_field": "id",
+                               "token_budgets": [10]}),
+    ("audit", "approved_policy", {"target_glob": "in/*.jsonl"}),
+    ("audit", "output_root", {}),
+    ("decontamination", "work_dir", {"train_glob": "in", "holdout_glob": "ho",
+                                     "id_field": "id"}),
     ("filter", "rejected_dir", {"input_glob": "in/*.jsonl"}),
 ]
+#: every key that may name a URL, per step
+ACCEPTED = {
+    "ingest": ("input", "output_dir"),
+    "filter": ("input_glob", "output_dir"),
+    "profile": ("input_glob", "output_dir"),
+    "decontamination": ("train_glob", "holdout_glob", "output_dir"),
+    "subset": ("input_glob", "output_dir"),
+    "audit": ("target_glob", "reference_glob", "ledger_glob", "declared_manifest",
+              "rejected_dir", "digest_root", "output_dir"),
+}
+OTHERS = {"profile": {"langpack_dir": "langpacks", "language": "en"},
+          "decontamination": {"id_field": "id"},
+          "subset": {"id_field": "id", "token_budgets": [10]}}
 
 
 @pytest.mark.parametrize(("step", "key", "others"), REFUSED)
@@ -44,12 +60,15 @@ def test_a_step_refuses_a_url_it_cannot_use(step: str, key: str, others: dict,
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("step", ["ingest", "filter"])
-def test_ingest_and_filter_accept_urls(step: str) -> None:
+@pytest.mark.parametrize("step", sorted(ACCEPTED))
+def test_every_step_accepts_urls_where_it_can(step: str) -> None:
     spec = BY_KEY[step]
-    key = spec.input_key
-    config = spec.config(**{key: f"{URL}/in", "output_dir": f"{URL}/out"})
-    assert "object_storage_unsupported" not in dict(config.preflight())
+    values = {**OTHERS.get(step, {}), **{k: f"{URL}/{k}" for k in ACCEPTED[step]}}
+    if step == "decontamination":
+        values["holdout_glob"] = f"{URL}/holdout"
+    config = spec.config(**values)
+    problems = dict(config.preflight())
+    assert "object_storage_unsupported" not in problems, problems
 
 
 def test_a_flow_refuses_an_output_root_on_object_storage(tmp_path: Path) -> None:
@@ -60,18 +79,17 @@ def test_a_flow_refuses_an_output_root_on_object_storage(tmp_path: Path) -> None
     assert "output_root" in dict(plan.problems)["object_storage_unsupported"]
 
 
-@pytest.mark.parametrize("key", ["train_glob", "holdout_glob", "output_dir", "work_dir"])
-def test_every_other_step_refuses_a_url_when_it_runs(key: str, tmp_path: Path) -> None:
-    """A step with no check of its own in preflight (decontamination) is refused by the
-    run's own check of every path-like key, before its output is touched."""
+def test_a_refused_key_is_refused_when_it_runs_too(tmp_path: Path) -> None:
+    """The run checks every path-like key again (a Python caller may skip preflight):
+    decontamination's work_dir, before its output is touched."""
     spec = BY_KEY["decontamination"]
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
     values = {"train_glob": str(tmp_path / "in"), "holdout_glob": str(tmp_path / "in"),
-              "id_field": "id", "output_dir": str(tmp_path / "out"), key: URL}
+              "id_field": "id", "output_dir": str(tmp_path / "out"), "work_dir": URL}
     config = spec.config(**values, execution={"executor": "inline"})
     with pytest.raises(CuratorError) as err:
         spec.run(config)
     assert err.value.error_id == "object_storage_unsupported"
-    assert "'decontamination'" in err.value.message and key in err.value.message
+    assert "'decontamination'" in err.value.message and "work_dir" in err.value.message
     assert not (tmp_path / "out").exists()
