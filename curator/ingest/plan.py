@@ -17,7 +17,7 @@ from curator.corpus.formats import (
 )
 from curator.errors import CuratorError
 from curator.io import storage
-from curator.io.partitioning import resolve_input_files
+from curator.io.partitioning import resolve_input_files, stamp_inputs
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask
 
@@ -137,4 +137,6 @@ class IngestPartitioning(ProcessingStage[EmptyTask, FileGroupTask]):
             current.append(path)
             current_bytes += size
         flush()
-        return groups
+        # the input files as planned: a worker refuses one changed since
+        # (input_changed, curator.io.partitioning.check_unchanged)
+        return [stamp_inputs(g) for g in groups]

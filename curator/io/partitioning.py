@@ -62,6 +62,51 @@ def resolve_input_files(spec: PathSpec, extensions: Sequence[str] | None = None)
     return sorted(found)
 
 
+def file_stamp(path: str) -> list[int] | None:
+    """``[size, mtime_ns]`` of a local input file when its partitions are planned
+    (``None`` for an object: a URL is read whole, in one GET)."""
+    if storage.is_remote(path):
+        return None
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def stamp_inputs(task: FileGroupTask) -> FileGroupTask:
+    """Record in ``task`` what its input files were when it was planned
+    (``_metadata["planned"]``), for :func:`check_unchanged` where they are read."""
+    stamps = {p: s for p in task.data if (s := file_stamp(p)) is not None}
+    if stamps:
+        task._metadata["planned"] = stamps
+    return task
+
+
+def check_unchanged(task: FileGroupTask, path: str) -> None:
+    """Refuse to read ``path`` if it was removed, truncated or replaced after the run
+    listed it and planned its partitions (``input_changed``): its byte ranges would no
+    longer hold what was planned, and a run would end "complete" with part of a file,
+    or with another file's records under the planned ranges."""
+    planned = task._metadata.get("planned", {}).get(path)
+    if planned is None:
+        return
+    how = ("restore it and rerun the same command to resume; if the change is meant, "
+           "remove the checkpoint and rerun")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise CuratorError("input_changed",
+                           f"{path} was removed after the run listed it: {how}",
+                           path=path) from None
+    size, mtime_ns = planned
+    if st.st_size != size:
+        raise CuratorError("input_changed",
+                           f"{path} changed after the run listed it ({size} bytes then, "
+                           f"{st.st_size} now): {how}", path=path)
+    if st.st_mtime_ns != mtime_ns:
+        raise CuratorError("input_changed",
+                           f"{path} was modified after the run listed it (same size, a "
+                           f"new modification time): {how}", path=path)
+
+
 def _resolve_remote(url: str, extensions: Sequence[str] | None) -> list[str]:
     """The files a URL names, as :func:`resolve_input_files` resolves a local path."""
     try:
@@ -150,6 +195,7 @@ class FilePartitioningStage(ProcessingStage[EmptyTask, FileGroupTask]):
         for group in groups:
             group.dataset_name = Path(group.data[0]).parent.name
             group._metadata.setdefault("source_files", list(group.data))
+            stamp_inputs(group)
         return groups
 
 
