@@ -276,21 +276,6 @@ def check_checkpoint_local(checkpoint_path: str | None) -> list[tuple[str, str]]
     return []
 
 
-def unsupported(step: str, config: Any, keys: Sequence[str]) -> list[tuple[str, str]]:
-    """``object_storage_unsupported`` for every key of ``config`` that names a URL: for a
-    step that cannot read or write object storage yet, refused before anything runs."""
-    problems = []
-    for key in keys:
-        value = getattr(config, key, None)
-        if any_remote(value):
-            problems.append((
-                "object_storage_unsupported",
-                f"step {step!r} cannot use object storage for {key} yet ({value!r}): "
-                "use a local or shared-filesystem path (docs/storage.md lists the steps "
-                "that can)"))
-    return problems
-
-
 def _published(url: str, key: str) -> list[str]:
     name = join(url, PUBLISHED_NAME.format(key=key))
     try:
@@ -340,5 +325,5 @@ __all__ = [
     "any_remote", "check_checkpoint_local", "exists", "glob", "is_file_at", "is_remote",
     "isdir", "isfile", "join", "list_files", "local_copy_dir", "open_file", "open_read",
     "parent", "publish", "put_file", "read", "read_file", "relative", "remove", "size",
-    "unpublish", "unsupported", "version", "walk_files", "within", "write_bytes",
+    "unpublish", "version", "walk_files", "within", "write_bytes",
 ]

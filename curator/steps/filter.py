@@ -45,17 +45,18 @@ from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
 from curator.filter.stage import FilterStage
-from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
 from curator.pipeline import PipelineResult
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
-from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids
+from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids, url_problems
 from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
 
 log = logging.getLogger("curator.filter")
+#: the keys that may name an fsspec URL (docs/storage.md)
+URL_KEYS = ("input_glob", "output_dir")
 
 
 class HeuristicFilters(BaseModel):
@@ -111,11 +112,9 @@ class FilterConfig(StepConfig):
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
-        # object storage: input_glob and output_dir may be URLs, not these (docs/storage.md)
-        problems += storage.unsupported("filter", self, (
-            "rejected_dir", "emit_manifest", "emit_ledger"))
-        problems += storage.unsupported("filter", self.heuristic_filters, (
-            "approved_policy", "langpack_dir"))
+        # object storage: input_glob and output_dir may be URLs, nothing else (the
+        # rejected dir, emit paths, policy, pack; docs/storage.md)
+        problems += url_problems("filter", self, URL_KEYS)
         out = Path(self.output_dir).resolve()
         manifest = _artifact_path(out, self.emit_manifest)
         if manifest is not None and manifest == _artifact_path(out, self.emit_ledger):
@@ -218,7 +217,7 @@ class FilterRun(StepRun):
     """One filter run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
     key = "filter"
-    url_keys = ("input_glob", "output_dir")  # object storage (docs/storage.md)
+    url_keys = URL_KEYS  # object storage (docs/storage.md)
     schema_version = SCHEMA_VERSION
     config: FilterConfig
 
