@@ -11,6 +11,7 @@ timings left out. Each run goes S3 to S3, with its checkpoint on the local disk.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,39 @@ def test_an_interrupted_subset_resumes_to_the_bytes_of_an_uninterrupted_run(
     _same(objects, expected, ("subset_report.json", "plan.json"), pairs)
     assert sum(k.startswith("budget_") for k in objects) >= 2
     assert not copy.exists()
+
+
+@pytest.mark.skipif(not os.environ.get("CURATE_STORAGE_FULL"),
+                    reason="the process-pool variant: CURATE_STORAGE_FULL=1")
+def test_on_the_process_pool_decontamination_and_subset_publish_the_same_bytes(
+        world: Path, s3_server: str, bucket: str, tmp_path: Path) -> None:
+    """Two pool workers read the training objects (and the subset's input objects)
+    themselves and write into the local copy; the published bytes are a local inline
+    run's."""
+    pool = {"executor": "local", "workers": 2, "checkpoint_path": str(tmp_path / "ckpt")}
+    train, holdout = decontamination_world(world / "decon")
+    keys = {**KEYS["decontamination"][0], "partition_size": _largest(train)}
+    local = tmp_path / "decon"
+    run_decontamination(DecontaminationConfig(
+        **keys, train_glob=str(train), holdout_glob=str(holdout), output_dir=str(local),
+        execution=INLINE))
+    upload_dir(s3_server, train, bucket, "train")
+    upload_dir(s3_server, holdout, bucket, "holdout")
+    url = f"s3://{bucket}/decon"
+    run_decontamination(DecontaminationConfig(
+        **keys, train_glob=f"s3://{bucket}/train", holdout_glob=f"s3://{bucket}/holdout",
+        output_dir=url, execution=pool))
+    pairs = [(str(train), f"s3://{bucket}/train"), (str(holdout), f"s3://{bucket}/holdout"),
+             (str(local), url)]
+    _same(_visible(s3_objects(s3_server, bucket, "decon/")), _local(local),
+          ("decontamination_report.json",), pairs, ("removed/",))
+
+    skeys = {**KEYS["subset"][0], "partition_size": _largest(local)}
+    mine = tmp_path / "subset"
+    run_subset(SubsetConfig(**skeys, input_glob=str(local / "part_*.jsonl"),
+                            output_dir=str(mine), execution=INLINE))
+    surl = f"s3://{bucket}/subset"
+    run_subset(SubsetConfig(**skeys, input_glob=f"{url}/part_*.jsonl", output_dir=surl,
+                            execution=pool))
+    _same(_visible(s3_objects(s3_server, bucket, "subset/")), _local(mine),
+          ("subset_report.json", "plan.json"), [(str(local), url), (str(mine), surl)])
