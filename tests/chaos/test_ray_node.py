@@ -1,5 +1,5 @@
 """The loss of a Ray worker node mid-run: a two-node local cluster
-(``ray.cluster_utils.Cluster``, tests/chaos/scripts/two_node_cluster.py), a step run by
+(``ray.cluster_utils.Cluster``, tests/deployments/_ray_cluster.py), a step run by
 ``curate <command>`` joined to it, and the worker node removed (raylet and workers
 killed, not gracefully) while it runs one of the step's partitions. Expected: the run
 completes, or fails cleanly (``partition_failed``, its report without ``completed_at``)
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.timeout(900), pytest.mark.skipif(
     os.environ.get("CURATE_CHAOS_FULL") != "1",
     reason="two-node Ray cluster, ~2 min: CURATE_CHAOS_FULL=1 (make chaos)")]
 
-SCRIPT = Path(__file__).parent / "scripts" / "two_node_cluster.py"
+SCRIPT = Path(__file__).parents[1] / "deployments" / "_ray_cluster.py"
 
 
 def running_on(raylets: list[int]) -> int:
