@@ -28,6 +28,26 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def readable_number(value: Any, digits: int = 3) -> Any:
+    """A number as a person reads it in a table: a float to ``digits`` significant
+    digits (0.123456789 -> 0.123, 5.4321 -> 5.43), to the unit from 10**digits up
+    (12345.678 -> 12346.0), NaN/inf as null; anything else (ints, bools, strings) as
+    it is. For what is shown (Prefect table artifacts), never for what is written."""
+    if not isinstance(value, float):
+        return value
+    if not math.isfinite(value):
+        return None
+    if value == 0:
+        return 0.0
+    magnitude = math.floor(math.log10(abs(value)))
+    return round(value, max(digits - 1 - magnitude, 0))
+
+
+def readable_table(rows: list[dict[str, Any]], digits: int = 3) -> list[dict[str, Any]]:
+    """:func:`readable_number` over every cell of a table's rows."""
+    return [{k: readable_number(v, digits) for k, v in row.items()} for row in rows]
+
+
 def dump_json(data: dict[str, Any]) -> str:
     """The report form: indent 2, sorted keys, UTF-8 (not ASCII-escaped)."""
     return json.dumps(_clean(data), indent=2, sort_keys=True, ensure_ascii=False,

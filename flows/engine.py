@@ -28,6 +28,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import wait as wait_prefect
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from curator.artifacts import readable_table
 from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
 from curator.pipeline import Pipeline, PipelineResult, Progress
 from curator.tasks import Task
@@ -116,13 +117,13 @@ def _pipeline_flow_body(
     update_progress_artifact(progress_id, progress=100.0)
     create_table_artifact(
         key=artifact_key and f"{artifact_key}-summary",
-        table=[
+        table=readable_table([
             {"metric": "source partitions", "value": result.sources_total},
             {"metric": "skipped (already complete)", "value": result.sources_skipped},
             {"metric": "completed in this run", "value": result.sources_completed},
             {"metric": "pending (will replay)", "value": len(result.sources_pending)},
             *({"metric": k, "value": v} for k, v in result.stats.items()),
-        ],
+        ]),
         description=f"{pipeline.name}: run summary",
     )
     return result

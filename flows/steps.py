@@ -19,6 +19,7 @@ from prefect import Flow, flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from curator.artifacts import readable_table
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 from flows.prefect_logging import engine_logs_to_prefect
@@ -61,7 +62,8 @@ def make_step_flow(
 
 def publish(spec: StepSpec, config: dict[str, Any], since: float) -> None:
     """The step's report as Prefect artifacts: ``<key>-report`` (markdown) and
-    ``<key>-<table>``. A file an earlier run left (a refusal writes none) is skipped."""
+    ``<key>-<table>``, floats to 3 significant digits (the files keep every digit). A
+    file an earlier run left (a refusal writes none) is skipped."""
     path = spec.completion_path(config)
     if path is None or not path.is_file() or path.stat().st_mtime < since - 0.01:
         return
@@ -71,10 +73,16 @@ def publish(spec: StepSpec, config: dict[str, Any], since: float) -> None:
     shown = spec.rendered(report)
     create_markdown_artifact(markdown=shown.markdown, key=f"{spec.key}-report",
                              description=f"{spec.step_id}: {path.name}")
-    for name, rows in shown.tables.items():
-        if rows:
-            create_table_artifact(table=rows, key=f"{spec.key}-{name}",
-                                  description=f"{spec.step_id}: {name}")
+    for key, rows in published_tables(spec, shown.tables).items():
+        create_table_artifact(table=rows, key=key,
+                              description=f"{spec.step_id}: {key.removeprefix(spec.key + '-')}")
+
+
+def published_tables(spec: StepSpec, tables: dict[str, list[dict[str, Any]]]
+                     ) -> dict[str, list[dict[str, Any]]]:
+    """The table artifacts of a rendering, by artifact key (``<key>-<table>``): the
+    tables with rows, floats to 3 significant digits."""
+    return {f"{spec.key}-{name}": readable_table(rows) for name, rows in tables.items() if rows}
 
 
 STEP_FLOWS: dict[str, Callable[..., dict[str, Any]]] = {

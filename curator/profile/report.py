@@ -27,9 +27,9 @@ def signal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     for block in report["signals"]:
         micro = (block.get("views") or {}).get("micro") or {}
         rows.append({
-            "signal": block["signal"], "direction": block["direction"],
-            "n_scored": block.get("n_scored"), "p10": micro.get("p10"),
-            "p50": micro.get("p50"), "p90": micro.get("p90"),
+            "signal": block["signal"], "units": block.get("units"),
+            "direction": block["direction"], "documents scored": block.get("n_scored"),
+            "p10": micro.get("p10"), "p50": micro.get("p50"), "p90": micro.get("p90"),
         })
     return rows
 

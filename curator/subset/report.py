@@ -84,9 +84,12 @@ def render(report: dict[str, Any]) -> Rendering:
         lines.append(f"| {t['budget']:,} | {t['document_count']:,} | "
                      f"{t['achieved_tokens']:,} | {t['token_shortfall']:,} | "
                      f"{len(t['strata_exhausted'])} |")
-        table.append({"budget": t["budget"], "unit": unit, "documents": t["document_count"],
-                      "achieved": t["achieved_tokens"], "shortfall": t["token_shortfall"],
-                      "strata_exhausted": len(t["strata_exhausted"])})
+        table.append({f"budget ({unit})": t["budget"], "documents": t["document_count"],
+                      f"achieved ({unit})": t["achieved_tokens"],
+                      "achieved (% of budget)": round(
+                          100 * t["achieved_tokens"] / (t["budget"] or 1), 1),
+                      f"shortfall ({unit})": t["token_shortfall"],
+                      "strata exhausted": len(t["strata_exhausted"])})
     strata = (report.get("stratification") or {}).get("strata") or {}
     total = sum(s["tokens"] for s in strata.values()) or 1
     if strata and tiers:
@@ -100,6 +103,7 @@ def render(report: dict[str, Any]) -> Rendering:
                 share = got / (t["achieved_tokens"] or 1)
                 cells.append(f"`{_bar(share)}` {share:.1%}")
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
+        lines += picture_markdown(report)
     warnings = report.get("warnings") or []
     lines += ["", "## Warnings", ""]
     lines += [f"- `{w['id']}`: {w['message']}" for w in warnings] or ["none"]
@@ -111,6 +115,27 @@ def render(report: dict[str, Any]) -> Rendering:
 
 
 PICTURE_NAME = "tier_shares.png"
+#: a bigger picture is not inlined into the markdown (a Prefect artifact is a DB row)
+MAX_INLINE_PICTURE_BYTES = 1_000_000
+
+
+def picture_markdown(report: dict[str, Any]) -> list[str]:
+    """The report's ``tier_shares.png`` as a markdown image with a ``data:`` URI, so the
+    ``subset-report`` Prefect artifact shows it (the Prefect UI cannot open a file on
+    the worker's disk); no lines when there is no picture, or it is too big to inline."""
+    import base64
+
+    path = report.get("picture")
+    picture = Path(str(path)) if path else None
+    if picture is None or picture.suffix != ".png" or not picture.is_file() or \
+            picture.stat().st_size > MAX_INLINE_PICTURE_BYTES:
+        return []
+    data = base64.b64encode(picture.read_bytes()).decode("ascii")
+    unit = report.get("unit", "tokens")
+    return ["", f"![per-stratum shares of {unit}: the corpus and each tier]"
+                f"(data:image/png;base64,{data})",
+            "", f"*Per-stratum shares of {unit}, the corpus and each tier "
+                f"(`{picture.name}`).*"]
 
 
 def write_picture(report: dict[str, Any], path: Path) -> Path | None:
