@@ -15,9 +15,9 @@ Parameters and the nightly schedule are those of ``prefect.yaml``; the nightly i
 is served paused unless ``--nightly`` is given. ``CURATE_EXECUTION__EXECUTOR=ray`` (and
 ``CURATE_EXECUTION__RAY_ADDRESS``) in this process's environment make Ray the executor
 for configs that name none: runs inherit the runner's environment. ``--ray-runner``
-serves the step flows on prefect-ray's ``RayTaskRunner`` instead (``flows.ray_runner``,
-deployments named ``serve-ray``, the cluster at ``RAY_ADDRESS``; see
-deployments/README.md, "Ray through prefect-ray").
+serves the flows on prefect-ray's ``RayTaskRunner`` instead (``flows.ray_runner``,
+deployments named ``serve-ray``, the cluster at ``RAY_ADDRESS``; ``--only curate-flow``
+for the whole flow; see deployments/README.md, "Ray through prefect-ray").
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ NIGHTLY_CRON = "0 2 * * *"  # as prefect.yaml's curate-ingest/nightly
 
 def _flows(ray_runner: bool = False) -> dict[str, Any]:
     """``curate-flow`` and every registered step's flow, by flow name (with
-    ``ray_runner``: the step flows of ``flows.ray_runner``, and no ``curate-flow``)."""
+    ``ray_runner``: those of ``flows.ray_runner``, on prefect-ray's RayTaskRunner)."""
     if ray_runner:
         from flows.ray_runner import RAY_STEP_FLOWS
+        from flows.ray_runner import curate_flow as ray_curate_flow
 
-        return {f"curate-{key}": fl for key, fl in RAY_STEP_FLOWS.items()}
+        return {"curate-flow": ray_curate_flow,
+                **{f"curate-{key}": fl for key, fl in RAY_STEP_FLOWS.items()}}
     from flows.pipeline_flow import curate_flow
     from flows.steps import STEP_FLOWS
 
@@ -51,8 +53,9 @@ def build_deployments(only: list[str] | None = None, nightly: bool = False,
                       ray_runner: bool = False) -> list[Any]:
     """The runner deployments: one per step flow (``curate-flow`` only when named in
     ``only``), plus the nightly ingest (paused unless ``nightly``). With ``ray_runner``:
-    the step flows on prefect-ray's ``RayTaskRunner``, named ``serve-ray``, their
-    ``overrides`` making the executor ray (a ray_runner flow refuses another)."""
+    the flows of ``flows.ray_runner`` on prefect-ray's ``RayTaskRunner`` (the step flows,
+    and ``curate-flow`` when named in ``only``), named ``serve-ray``, their ``overrides``
+    making the executor ray (a ray_runner flow refuses another)."""
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
@@ -61,8 +64,10 @@ def build_deployments(only: list[str] | None = None, nightly: bool = False,
         if (only and flow_name not in only) or (not only and flow_name == "curate-flow"):
             continue
         params: dict[str, Any] = {"config": demo_config(flow_name)}
-        params.update({"plan": False} if flow_name == "curate-flow" else
-                      {"overrides": ["execution.executor=ray"] if ray_runner else []})
+        if flow_name == "curate-flow":
+            params["plan"] = False
+        if flow_name != "curate-flow" or ray_runner:
+            params["overrides"] = ["execution.executor=ray"] if ray_runner else []
         if ray_runner:
             out.append(fl.to_deployment(name=f"{NAME}-ray", parameters=params,
                                         tags=["curate", "served", "ray", "prefect-ray"],
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nightly", action="store_true",
                         help="serve the nightly ingest schedule active (default: paused)")
     parser.add_argument("--ray-runner", action="store_true",
-                        help="the step flows on prefect-ray's RayTaskRunner (flows.ray_runner; "
+                        help="the flows on prefect-ray's RayTaskRunner (flows.ray_runner; "
                              "the cluster at RAY_ADDRESS), named serve-ray")
     parser.add_argument("--limit", type=int, default=1,
                         help="flow runs at once (default 1: the steps use all cores)")

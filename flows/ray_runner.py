@@ -18,6 +18,14 @@ The config must name ``execution.executor: ray`` (``overrides=["execution.execut
 any other executor is refused (``task_runner_mismatch``), not silently replaced.
 Another ``RayTaskRunner`` works too:
 ``ingest_flow.with_options(task_runner=RayTaskRunner(address="ray://head:10001"))``.
+
+``flows.ray_runner:curate_flow`` is ``curate flow`` (named ``curate-flow``, as
+``flows.pipeline_flow:curate_flow``) on the same runner: its runner connects the flow
+run's process to the cluster once, and each step runs as a subflow of this module, whose
+runner finds that Ray initialised and uses it (it never starts or shuts down another),
+so every step's executor joins the one cluster. ``overrides``
+(``["execution.executor=ray"]`` in the deployment) set execution keys of every step;
+a step whose executor is still not ray is refused before the first step runs.
 See ``deployments/README.md`` (Ray through prefect-ray) for what this costs and what
 cannot work.
 """
@@ -32,7 +40,7 @@ from collections.abc import Callable
 from typing import Any, Self
 
 import ray
-from prefect import Flow, task
+from prefect import Flow, flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
@@ -41,12 +49,18 @@ from prefect.utilities.asyncutils import run_coro_as_sync
 from prefect_ray.context import remote_options
 from prefect_ray.task_runners import RayTaskRunner
 
+from curator.artifacts import write_json_atomic
+from curator.config import _deep_merge, parse_overrides
 from curator.errors import CuratorError
 from curator.execution import UnitResult, WorkerChain, run_unit
+from curator.flow.plan import FlowPlan, StepPlan
+from curator.flow.run import run_flow, start_flow
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 from curator.tasks import Task
 from executors.ray import LOCAL_INIT_DEFAULTS, RayExecutor, _keep_local_ray_on_loopback
+from flows.pipeline_flow import _PrefectHooks
+from flows.step_config import step_config
 from flows.steps import make_step_flow
 
 
@@ -192,3 +206,72 @@ def make_ray_step_flow(spec: StepSpec,
 RAY_STEP_FLOWS: dict[str, Callable[..., dict[str, Any]]] = {
     spec.key: make_ray_step_flow(spec) for spec in STEPS}
 globals().update({f"{key}_flow": fl for key, fl in RAY_STEP_FLOWS.items()})
+
+
+# --- the whole flow (curate flow) on the RayTaskRunner --------------------------------
+
+
+def apply_execution_overrides(fplan: FlowPlan, overrides: list[str] | None) -> None:
+    """``overrides`` (``execution.<key>=<value>``, as ``--set``) into every step's config.
+
+    Only ``execution`` keys: they are outside the step-config hash that decides whether
+    a finished step is skipped, so they change where a step runs, never what it writes;
+    any other key belongs in the flow config (``config_error``)."""
+    parsed = parse_overrides(overrides)
+    other = sorted(set(parsed) - {"execution"})
+    if other:
+        raise CuratorError(
+            "config_error",
+            f"curate-flow on the RayTaskRunner takes execution.* overrides only, got "
+            f"{other}: set other keys in the flow config (its steps.<step> blocks)")
+    if not parsed:
+        return
+    for step in fplan.steps:
+        step.config = _deep_merge(step.config, parsed)
+
+
+def refuse_other_executors(fplan: FlowPlan) -> None:
+    """Every enabled step must run on Ray (``task_runner_mismatch``), checked for all
+    steps before the first runs, with each step's own config model (so
+    ``CURATE_EXECUTION__EXECUTOR`` counts, as it does for the step)."""
+    wrong = []
+    for step in fplan.steps:
+        if step.enabled:
+            executor = step_config(step.spec.config, step.config, None).execution.executor
+            if executor != "ray":
+                wrong.append(f"{step.key}: {executor}")
+    if wrong:
+        raise CuratorError(
+            "task_runner_mismatch",
+            f"curate-flow on prefect-ray's RayTaskRunner runs every step on Ray, but the "
+            f"flow config says execution.executor is not ray for {', '.join(wrong)}: set "
+            f"execution.executor: ray (overrides=['execution.executor=ray']), or use "
+            f"flows.pipeline_flow:curate_flow.")
+
+
+class _RayHooks(_PrefectHooks):
+    """Each step as a subflow of ``flows.ray_runner``: its runner finds the Ray this
+    flow's runner connected and uses it; its executor joins that connection."""
+
+    def run_step(self, step: StepPlan) -> dict[str, Any]:
+        return RAY_STEP_FLOWS[step.key](step.config)
+
+
+@flow(name="curate-flow", task_runner=CurateRayTaskRunner(), validate_parameters=False,
+      persist_result=False)
+def curate_flow(config: str | dict[str, Any], plan: bool = False,
+                overrides: list[str] | None = None) -> dict[str, Any]:
+    """``curate flow`` on prefect-ray's RayTaskRunner: the enabled steps in order, each a
+    subflow on the cluster this run's runner connected (``RAY_ADDRESS``, else a small
+    local Ray). ``overrides``: ``execution.<key>=<value>`` for every step (the
+    deployment's ``execution.executor=ray``); any step whose executor is not ray is
+    refused before the first step runs (``task_runner_mismatch``)."""
+    logger = get_run_logger()
+    fplan = start_flow(config, plan, logger)
+    apply_execution_overrides(fplan, overrides)
+    if overrides:  # the plan on disk says what runs
+        write_json_atomic(fplan.root / "flow_plan.json", fplan.to_json(dry_run=plan))
+    if plan:
+        return fplan.to_json(dry_run=True)
+    refuse_other_executors(fplan)
+    return run_flow(fplan, _RayHooks(), logger)

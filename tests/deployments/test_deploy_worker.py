@@ -38,7 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENTS = REPO / "deployments"
 POOL = "curate-process"
 ALL = ("curate-ingest/demo", "curate-ingest/nightly", "curate-profile/demo",
-       "curate-filter/demo", "curate-filter/demo-ray", "curate-flow/demo")
+       "curate-filter/demo", "curate-filter/demo-ray", "curate-flow/demo",
+       "curate-flow/ray-cluster")
 WORKER_TIMEOUT = 180  # two small runs, one of them starting a local Ray: ~25 s here
 
 
@@ -220,6 +221,10 @@ def test_every_deployment_is_on_the_pool_with_a_demo_config_and_local_pull_steps
             "directory": "{{ repo.stdout }}"}} in dep.pull_steps, name
     assert deployed["curate-flow/demo"].parameters == {
         "config": "examples/demo/flow-measure.yaml", "plan": False}
+    ray_flow = deployed["curate-flow/ray-cluster"]
+    assert ray_flow.entrypoint == "flows.ray_runner:curate_flow"
+    assert ray_flow.parameters == {"config": "examples/demo/flow-measure.yaml", "plan": False,
+                                   "overrides": ["execution.executor=ray"]}
 
 
 @pytest.mark.slow

@@ -11,8 +11,12 @@ Ray task on a node of *that* cluster (the node ids and the GCS address the tasks
 from the run's ``ingest-ray-nodes`` artifact), on both nodes; one completed task run
 per partition and pass; the data files equal the process pool's byte for byte.
 
+The whole flow on the same cluster (``curate-flow/ray-cluster``, ingest and profile as
+subflows, each joining the cluster the flow's runner connected) takes minutes: behind
+``CURATE_CHAOS_FULL=1``.
+
 Also, without the cluster: a failed partition on the session's Ray (its task run FAILED,
-its error id in the engine's error), the three refusals, and the served variant.
+its error id in the engine's error), the refusals, and the served variants.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from tests.deployments.test_deploy_worker import (
 from tests.steps._worlds import data_files
 
 DEPLOYMENT = "curate-ingest/ray-cluster"
+FLOW_DEPLOYMENT = "curate-flow/ray-cluster"
+FULL = os.environ.get("CURATE_CHAOS_FULL") == "1"
 WORKER_TIMEOUT = 240  # one run: 58 s on this machine at load 15 (Ray workers import Prefect)
 
 
@@ -347,3 +353,163 @@ def test_served_ray_runner_deployments_load_the_ray_runner_flows() -> None:
         assert isinstance(getattr(importlib.import_module(module), name).task_runner,
                           RayTaskRunner)
         assert dep.parameters["overrides"] == ["execution.executor=ray"]
+
+
+# --- the whole flow (curate flow) on the RayTaskRunner --------------------------------
+
+
+def _flow_plan(tmp_path: Path, executor: dict[str, Any]) -> Any:
+    from curator.flow.plan import load_flow_config, plan_flow
+    from tests.flow._support import base_config
+
+    raw = tmp_path / "raw"
+    raw.mkdir(exist_ok=True)
+    (raw / "a.jsonl").write_text('{"text": "one document", "source": "s"}\n')
+    cfg = base_config(raw, tmp_path / "out", executor=executor)
+    cfg["steps"]["ingest"]["execution"] = {"workers": 1}  # a step block of its own
+    return plan_flow(load_flow_config(cfg))
+
+
+def test_the_ray_flow_refuses_a_step_not_on_ray_before_any_step_runs(tmp_path: Path) -> None:
+    from curator.errors import CuratorError
+    from flows.ray_runner import apply_execution_overrides, refuse_other_executors
+
+    fplan = _flow_plan(tmp_path, {"executor": "local", "workers": 2})
+    with pytest.raises(CuratorError) as err:
+        refuse_other_executors(fplan)
+    assert err.value.error_id == "task_runner_mismatch"
+    assert "ingest: local" in err.value.message and "profile: local" in err.value.message
+
+    # overrides are execution keys only: anything else would change what a step writes
+    # without changing the hash that decides whether a finished step is skipped
+    with pytest.raises(CuratorError) as err:
+        apply_execution_overrides(fplan, ["execution.executor=ray", "output_root=/x"])
+    assert err.value.error_id == "config_error" and "output_root" in err.value.message
+
+    apply_execution_overrides(fplan, ["execution.executor=ray"])
+    refuse_other_executors(fplan)  # every enabled step on ray now
+    enabled = [s for s in fplan.steps if s.enabled]
+    assert [s.key for s in enabled] == ["ingest", "profile"]
+    assert all(s.config["execution"]["executor"] == "ray" for s in enabled)
+    # merged into each step's execution block, not replacing it
+    assert fplan.step("ingest").config["execution"]["workers"] == 1
+    assert fplan.step("profile").config["execution"]["workers"] == 2
+
+
+def test_served_ray_runner_flow_is_the_whole_flow_on_a_ray_task_runner() -> None:
+    from prefect_ray.task_runners import RayTaskRunner
+
+    import flows.ray_runner
+    from tests.deployments.test_deploy_worker import _serve_module
+
+    [dep] = _serve_module().build_deployments(only=["curate-flow"], ray_runner=True)
+    assert (dep.flow_name, dep.name) == ("curate-flow", "serve-ray")
+    assert dep.entrypoint == "flows.ray_runner.curate_flow"
+    assert isinstance(flows.ray_runner.curate_flow.task_runner, RayTaskRunner)
+    assert dep.parameters == {"config": "examples/demo/flow-measure.yaml", "plan": False,
+                              "overrides": ["execution.executor=ray"]}
+
+
+@pytest.fixture(scope="module")
+def flow_on_cluster(prefect_api: str, cluster: dict[str, Any],
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """``curate-flow/ray-cluster`` (ingest, profile) through a worker on the cluster, and
+    the same flow config on the process pool, without Prefect."""
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+
+    from flows.direct import run_flow_direct
+    from tests.flow._support import base_config, demo_corpus
+
+    seconds: dict[str, float] = {}
+    since = time.monotonic()
+    tmp = tmp_path_factory.mktemp("flow-ray")
+    raw = demo_corpus(tmp / "raw")
+    config = tmp / "flow.yaml"
+    # the file says local, as the demo's does: the deployment's override makes it ray
+    config.write_text(yaml.safe_dump(
+        base_config(raw, tmp / "ray", executor={"executor": "local", "workers": 2})))
+    with _client() as client:
+        try:
+            deployment = client.read_deployment_by_name(FLOW_DEPLOYMENT)
+        except ObjectNotFound:
+            _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
+            out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
+                           "--name", "curate_flow/ray-cluster")
+            assert f"Deployment '{FLOW_DEPLOYMENT}' successfully" in out, out
+            deployment = client.read_deployment_by_name(FLOW_DEPLOYMENT)
+    seconds["corpus and deploy"], since = time.monotonic() - since, time.monotonic()
+    env = {**deployment.job_variables["env"], **cluster["env"],
+           "RAY_ADDRESS": cluster["address"]}
+    flow_run = run_deployment(FLOW_DEPLOYMENT, timeout=0, parameters={"config": str(config)},
+                              job_variables={"env": env})
+    log_path = tmp / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [*_prefect_cmd(), "worker", "start", "--pool", POOL, "--run-once"],
+            cwd=tmp, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO",
+                          "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            worker.wait(timeout=2 * WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _reap(worker)
+    final = _wait_final([flow_run.id])[flow_run.id]
+    seconds["worker run of the flow on the cluster"], since = \
+        time.monotonic() - since, time.monotonic()
+    run_flow_direct(base_config(raw, tmp / "pool", executor={"executor": "local",
+                                                             "workers": 2}))
+    seconds["the same flow on the process pool"] = time.monotonic() - since
+    yield {"seconds": seconds, "run": final, "ray_root": tmp / "ray",
+           "pool_root": tmp / "pool", "log": log_path.read_text(errors="replace")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not FULL, reason="the whole flow on a two-node cluster, minutes: "
+                                     "CURATE_CHAOS_FULL=1")
+def test_the_whole_flow_runs_every_step_on_the_one_cluster(
+        flow_on_cluster: dict[str, Any], cluster: dict[str, Any]) -> None:
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+    )
+
+    run = flow_on_cluster
+    print("whole flow on prefect-ray (s):",
+          {k: round(v, 1) for k, v in run["seconds"].items()})
+    assert run["run"].state.is_completed(), _explain(run)
+    report = json.loads((run["ray_root"] / "flow_report.json").read_text())
+    assert report["status"] == "ok"
+    assert [(s["step_id"], s["status"]) for s in report["steps"]
+            if s["status"] != "disabled"] == [("curate/ingest", "ok"), ("curate/profile", "ok")]
+
+    with _client() as client:
+        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run["run"].id])))
+        assert sorted(client.read_flow(f.flow_id).name for f in subflows) == \
+            ["curate-ingest", "curate-profile"]
+        assert all(f.state.is_completed() for f in subflows)
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(
+                any_=["ingest-ray-nodes", "profile-ray-nodes"])),
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[f.id for f in subflows])))
+    assert sorted(a.key for a in artifacts) == ["ingest-ray-nodes", "profile-ray-nodes"]
+    for artifact in artifacts:
+        rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+        # every step's partitions ran on the one cluster the flow's runner joined
+        assert {r["gcs_address"] for r in rows} == {cluster["address"]}, (artifact.key, rows)
+        assert {r["node_id"] for r in rows} <= set(cluster["nodes"]), (artifact.key, rows)
+    assert {r["node_id"] for a in artifacts for r in (
+        json.loads(a.data) if isinstance(a.data, str) else a.data)} == set(cluster["nodes"])
+    for sub, name in (("ingested", "ingest_report.json"), ("profile", "profile_report.json")):
+        produced = json.loads((run["ray_root"] / sub / name).read_text())
+        assert produced["producer"]["execution"]["executor"] == "ray"
+        ray_files, pool_files = data_files(run["ray_root"] / sub), \
+            data_files(run["pool_root"] / sub)
+        assert ray_files and ray_files == pool_files, sub
