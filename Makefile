@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo resume-demo test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 ## Set up, generate the demo corpus (docs/demo-corpus.md) and run the whole flow on it in two
