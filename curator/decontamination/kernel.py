@@ -21,15 +21,71 @@ import numpy as np
 from numba import njit
 
 from curator.decontamination.index import FILTER_MIX, filter_shift
-from curator.decontamination.text import _P, Normalization, _prepare, _tables
+from curator.decontamination.text import _P, Normalization, _prepare, _Tables, _tables
 
 _SPACE = np.uint64(32)
 
 
 @njit(cache=True, nogil=True)
-def _candidate_windows(units, starts, lengths, keep, space, strip, collapse, k, p, pk1,
-                       bitmap, shift, out_doc, out_hash):  # pragma: no cover - compiled
-    """Write ``(doc, hash)`` of every window that pass the filter; return how many.
+def _stripped_windows(units, starts, lengths, keep, known, k, p, pk1, bitmap, shift,
+                      out_doc, out_hash):  # pragma: no cover - compiled
+    """:func:`_candidate_windows` for the default normalisation (punctuation stripped,
+    whitespace collapsed), with one branch per character instead of a loop: about
+    twice as fast. ``-1`` when a code point is not yet in the tables (``known``)."""
+    n = 0
+    ring = np.zeros(k, np.uint64)
+    one, mix, space = np.uint64(1), FILTER_MIX, _SPACE
+    s58, s52, low6 = np.uint64(58), np.uint64(52), np.uint64(63)
+    for d in range(len(starts)):
+        h = np.uint64(0)
+        slot = 0
+        count = 0
+        ring[:] = 0
+        pending = False
+        for i in range(starts[d], starts[d] + lengths[d]):
+            c = units[i]
+            if c >= 128 and not known[c]:
+                return -1
+            if not keep[c]:
+                pending = count > 0
+                continue
+            if pending:  # the space owed before this kept unit, rolled in first
+                pending = False
+                h = (h - ring[slot] * pk1) * p + space
+                ring[slot] = space
+                slot += 1
+                if slot == k:
+                    slot = 0
+                count += 1
+                if count >= k:
+                    m = h * mix
+                    mask = (one << (m >> s58)) | (one << ((m >> s52) & low6))
+                    if bitmap[h >> shift] & mask == mask:
+                        out_doc[n] = d
+                        out_hash[n] = h
+                        n += 1
+            u = np.uint64(c)
+            h = (h - ring[slot] * pk1) * p + u
+            ring[slot] = u
+            slot += 1
+            if slot == k:
+                slot = 0
+            count += 1
+            if count >= k:
+                m = h * mix
+                mask = (one << (m >> s58)) | (one << ((m >> s52) & low6))
+                if bitmap[h >> shift] & mask == mask:
+                    out_doc[n] = d
+                    out_hash[n] = h
+                    n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _candidate_windows(units, starts, lengths, keep, space, known, strip, collapse, k, p,
+                       pk1, bitmap, shift, out_doc, out_hash):  # pragma: no cover - compiled
+    """Write ``(doc, hash)`` of every window that pass the filter; return how many
+    (``-1`` when a code point is not yet in the tables: ``known``).
 
     Written out flat (no helper for the roll): numba's inlined helper returning a tuple
     measured 2.7x slower here."""
@@ -45,6 +101,8 @@ def _candidate_windows(units, starts, lengths, keep, space, strip, collapse, k, 
         pending = False  # a space owed before the next kept unit
         for i in range(starts[d], starts[d] + lengths[d]):
             c = units[i]
+            if c >= 128 and not known[c]:
+                return -1
             is_ws = (not keep[c]) if strip else space[c]
             for step in range(2):  # at most two units out: an owed space, then c
                 if step == 0:
@@ -78,6 +136,31 @@ def _candidate_windows(units, starts, lengths, keep, space, strip, collapse, k, 
     return n
 
 
+@njit(cache=True, nogil=True)
+def shared_counts(mine, doc_hashes, doc_offsets, docs):  # pragma: no cover - compiled
+    """How many of each holdout document's shingle hashes (``docs``: their numbers, the
+    CSR ``doc_offsets``/``doc_hashes``) are in ``mine`` (sorted; repeats allowed): a
+    binary search each, with no temporary arrays."""
+    out = np.zeros(len(docs), np.int64)
+    size = len(mine)
+    for j in range(len(docs)):
+        h = docs[j]
+        c = 0
+        for q in range(doc_offsets[h], doc_offsets[h + 1]):
+            x = doc_hashes[q]
+            lo, hi = 0, size
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if mine[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < size and mine[lo] == x:
+                c += 1
+        out[j] = c
+    return out
+
+
 class CandidateWindows:
     """The kernel with its reusable output buffers (one per worker)."""
 
@@ -102,10 +185,20 @@ class CandidateWindows:
             size = max(len(units), 2 * len(self._doc))
             self._doc = np.empty(size, np.int64)
             self._hash = np.empty(size, np.uint64)
-        tables = _tables().ready(units)
         starts = np.cumsum(lengths) - lengths
-        found = _candidate_windows(units, starts, lengths, tables.keep, tables.space,
-                                   self.n.strip_punctuation, self.n.collapse_whitespace,
-                                   self.k, self.p, self.pk1, self.bitmap, self.shift,
-                                   self._doc, self._hash)
+        found = self._run(units, starts, lengths, _tables())
+        if found < 0:  # a code point met for the first time: learn the batch's, again
+            found = self._run(units, starts, lengths, _tables().ready(units))
         return self._doc[:found].copy(), self._hash[:found].copy()
+
+    def _run(self, units: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+             t: _Tables) -> int:
+        n = self.n
+        if n.strip_punctuation and n.collapse_whitespace:
+            return _stripped_windows(units, starts, lengths, t.keep, t.known, self.k,
+                                     self.p, self.pk1, self.bitmap, self.shift,
+                                     self._doc, self._hash)
+        return _candidate_windows(units, starts, lengths, t.keep, t.space, t.known,
+                                  n.strip_punctuation, n.collapse_whitespace, self.k,
+                                  self.p, self.pk1, self.bitmap, self.shift, self._doc,
+                                  self._hash)

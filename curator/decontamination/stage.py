@@ -23,7 +23,7 @@ from curator.corpus.formats import shard_name
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
-from curator.decontamination.kernel import CandidateWindows
+from curator.decontamination.kernel import CandidateWindows, shared_counts
 from curator.decontamination.text import (
     Normalization,
     Shingling,
@@ -299,15 +299,10 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         out: list[tuple[int, int]] = []
         groups = np.flatnonzero(np.r_[True, pd[1:] != pd[:-1]])
         for g0, g1 in zip(groups, np.r_[groups[1:], len(pairs)], strict=True):
-            mine = np.unique(windows(int(pd[g0])))
+            mine = np.sort(windows(int(pd[g0])))
             hs = ph[g0:g1]
-            lo, hi = index.doc_offsets[hs], index.doc_offsets[hs + 1]
-            n = (hi - lo).astype(np.int64)
-            first = np.r_[0, np.cumsum(n)[:-1]]
-            pos = np.arange(int(n.sum())) - np.repeat(first, n) + np.repeat(lo, n)
-            theirs = index.doc_hashes[pos]
-            at = np.minimum(np.searchsorted(mine, theirs), len(mine) - 1)
-            shared = np.add.reduceat((mine[at] == theirs).astype(np.int64), first)
+            n = index.doc_offsets[hs + 1] - index.doc_offsets[hs]
+            shared = shared_counts(mine, index.doc_hashes, index.doc_offsets, hs)
             ok = shared >= self.rules.min_fraction * n - 1e-9
             out += [(int(pd[g0]), int(h)) for h in hs[ok]]
         return out

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from curator.decontamination.index import build_index
-from curator.decontamination.kernel import CandidateWindows
+from curator.decontamination.kernel import CandidateWindows, shared_counts
 from curator.decontamination.text import (
     Normalization,
     Shingling,
+    _tables,
     char_units,
     normalize,
     unit_hashes,
@@ -58,3 +59,28 @@ def test_buffers_grow_and_are_reused() -> None:
     again = kernel(["abcdef"])
     assert np.array_equal(small[1], again[1]) and len(big[1]) == 8 * 500 - 2 + 1
     assert kernel(["", "ab"])[0].size == 0
+
+
+def test_a_code_point_never_met_is_learned_and_the_batch_run_again() -> None:
+    """The kernel stops at a code point its tables do not know yet (they are filled
+    lazily); the batch is then learned and run again, with the numpy path's windows."""
+    _tables.cache_clear()
+    n = Normalization()
+    texts = ["plain ascii text first", "then Ꙭ and ꧁ and 𓀀 letters, rare ones", "ascii"]
+    doc, hashes = CandidateWindows(n, 5, ALL_BITS)(texts)
+    units, lengths = char_units([normalize(t, n) for t in texts])
+    want, want_doc = unit_hashes(units, lengths, 5)
+    assert np.array_equal(doc, want_doc) and np.array_equal(hashes, want)
+    assert _tables().known[ord("ꙭ")] and _tables().known[ord("𓀀")]  # (casefolded Ꙭ)
+
+
+def test_shared_counts_counts_each_holdout_documents_hashes_in_mine() -> None:
+    rng = np.random.default_rng(3)
+    docs = [np.unique(rng.integers(0, 200, size=m).astype(np.uint64)) for m in (0, 5, 40, 90)]
+    offsets = np.r_[0, np.cumsum([len(d) for d in docs])].astype(np.int64)
+    flat = np.concatenate(docs)
+    mine = np.sort(rng.integers(0, 200, size=120).astype(np.uint64))  # repeats allowed
+    which = np.array([3, 0, 2, 1, 3], np.int64)
+    want = [len(set(docs[h].tolist()) & set(mine.tolist())) for h in which]
+    assert shared_counts(mine, flat, offsets, which).tolist() == want
+    assert shared_counts(mine[:0], flat, offsets, which).tolist() == [0] * len(which)
