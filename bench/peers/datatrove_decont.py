@@ -23,15 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import time
 from pathlib import Path
 
-
-def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+from _timing import Stopwatch, count_lines, emit
 
 
 def main() -> None:
@@ -66,29 +60,28 @@ def main() -> None:
     config = NGramsDecontConfig()
     indexer_mode = "NGramsDecontIndexer.run (lighteval_tasks=[])"
 
-    c0, w0 = cpu(), time.perf_counter()
-    reader = JsonlReader(str(hold_dir), glob_pattern="holdout.jsonl", text_key="text",
-                         id_key="id")
-    if args.no_lighteval:
-        # the indexer's own hashing, without its lighteval import (see the docstring)
-        NGramsDecontIndexer._requires_dependencies = []
-        indexer = NGramsDecontIndexer(str(index_dir), lighteval_tasks=[], config=config)
-        hashes: dict[str, set[int]] = {}
-        for doc in reader.run():
-            hashes.setdefault(doc.metadata.get("task", "input"), set()).update(
-                indexer.compute_hashes(doc.text, doc.metadata.get("query")))
-        index_dir.mkdir(parents=True, exist_ok=True)
-        for task, values in hashes.items():
-            np.array(sorted(values), dtype=config.hash_config.np_descr).tofile(
-                index_dir / f"{task}.index.hashes")
-        indexer_mode = "NGramsDecontIndexer.compute_hashes (no lighteval)"
-    else:
-        LocalPipelineExecutor(
-            pipeline=[reader, NGramsDecontIndexer(str(index_dir), lighteval_tasks=[],
-                                                  config=config)],
-            tasks=1, workers=1, logging_dir=str(args.out / "logs-index"), skip_completed=False,
-        ).run()
-    index_wall, index_cpu = time.perf_counter() - w0, cpu() - c0
+    with Stopwatch() as index_sw:
+        reader = JsonlReader(str(hold_dir), glob_pattern="holdout.jsonl", text_key="text",
+                             id_key="id")
+        if args.no_lighteval:
+            # the indexer's own hashing, without its lighteval import (see the docstring)
+            NGramsDecontIndexer._requires_dependencies = []
+            indexer = NGramsDecontIndexer(str(index_dir), lighteval_tasks=[], config=config)
+            hashes: dict[str, set[int]] = {}
+            for doc in reader.run():
+                hashes.setdefault(doc.metadata.get("task", "input"), set()).update(
+                    indexer.compute_hashes(doc.text, doc.metadata.get("query")))
+            index_dir.mkdir(parents=True, exist_ok=True)
+            for task, values in hashes.items():
+                np.array(sorted(values), dtype=config.hash_config.np_descr).tofile(
+                    index_dir / f"{task}.index.hashes")
+            indexer_mode = "NGramsDecontIndexer.compute_hashes (no lighteval)"
+        else:
+            LocalPipelineExecutor(
+                pipeline=[reader, NGramsDecontIndexer(str(index_dir), lighteval_tasks=[],
+                                                      config=config)],
+                tasks=1, workers=1, logging_dir=str(args.out / "logs-index"), skip_completed=False,
+            ).run()
     n_hashes = sum(p.stat().st_size // 8 for p in index_dir.glob("*.index.hashes"))
 
     removed_dir, kept_dir = args.out / "removed", args.out / "kept"
@@ -104,21 +97,18 @@ def main() -> None:
     from datatrove.utils.word_tokenizers import load_word_tokenizer
 
     load_word_tokenizer("en").word_tokenize("Warm up the tokenizer.")
-    c0, w0 = cpu(), time.perf_counter()
-    executor.run()
-    scan_wall, scan_cpu = time.perf_counter() - w0, cpu() - c0
+    with Stopwatch() as scan_sw:
+        executor.run()
     removed = []
     for p in sorted(removed_dir.glob("*.jsonl")):
         for line in p.read_text(encoding="utf-8").splitlines():
             removed.append(json.loads(line)["id"])
-    kept = sum(p.read_bytes().count(b"\n") for p in kept_dir.glob("*.jsonl"))
+    kept = count_lines(kept_dir.glob("*.jsonl"))
     (args.out / "removed_ids.json").write_text(json.dumps(removed))
-    print(json.dumps({"step_wall_s": scan_wall, "step_cpu_s": scan_cpu,
-                      "index_wall_s": index_wall, "index_cpu_s": index_cpu,
-                      "index_hashes": n_hashes, "indexer": indexer_mode,
-                      "docs_in": kept + len(removed), "docs_kept": kept,
-                      "docs_removed": len(removed),
-                      "removed_ids": str(args.out / "removed_ids.json")}))
+    emit({**scan_sw.fields(), **index_sw.fields("index"),
+          "index_hashes": n_hashes, "indexer": indexer_mode,
+          "docs_in": kept + len(removed), "docs_kept": kept, "docs_removed": len(removed),
+          "removed_ids": str(args.out / "removed_ids.json")})
 
 
 if __name__ == "__main__":

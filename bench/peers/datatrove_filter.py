@@ -15,15 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import time
 from pathlib import Path
 
-
-def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+from _timing import Stopwatch, count_lines, emit
 
 
 def main() -> None:
@@ -60,10 +54,9 @@ def main() -> None:
     from datatrove.utils.word_tokenizers import load_word_tokenizer
 
     load_word_tokenizer("en").word_tokenize("Warm up the tokenizer.")
-    c0, w0 = cpu(), time.perf_counter()
-    executor.run()
-    wall, cpu_s = time.perf_counter() - w0, cpu() - c0
-    kept = sum(p.read_bytes().count(b"\n") for p in kept_dir.glob("*.jsonl"))
+    with Stopwatch() as sw:
+        executor.run()
+    kept = count_lines(kept_dir.glob("*.jsonl"))
     stats = json.loads((args.out / "logs" / "stats.json").read_text())
     docs_in = next((s["stats"].get("documents", {}).get("total") for s in stats
                     if "READER" in s.get("name", "").upper()), None)
@@ -73,8 +66,7 @@ def main() -> None:
                           if isinstance(s["stats"].get("dropped"), dict)
                           else s["stats"].get("dropped")}
               for s in stats if "time_stats" in s}
-    print(json.dumps({"step_wall_s": wall, "step_cpu_s": cpu_s, "docs_in": docs_in,
-                      "docs_kept": kept, "blocks": blocks}))
+    emit({**sw.fields(), "docs_in": docs_in, "docs_kept": kept, "blocks": blocks})
 
 
 if __name__ == "__main__":

@@ -20,16 +20,9 @@ Prints one JSON line: the step's wall and CPU seconds, documents read and kept.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import time
 from pathlib import Path
 
-
-def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+from _timing import Stopwatch, count_lines, emit
 
 
 def main() -> None:
@@ -64,32 +57,29 @@ def main() -> None:
 
         client = RayClient(num_cpus=1)
         client.start()
-        c0, w0 = cpu(), time.perf_counter()
-        pipeline.run()
-        wall, cpu_s = time.perf_counter() - w0, cpu() - c0
+        with Stopwatch() as sw:
+            pipeline.run()
         client.stop()
     else:
         pipeline.build()
         for stage in pipeline.stages:
             stage.setup()
-        c0, w0 = cpu(), time.perf_counter()
         tasks: list = [EmptyTask()]
         docs_in = None
-        for stage in pipeline.stages:
-            nxt = []
-            for task in tasks:
-                result = stage.process(task)
-                if result is None:
-                    continue
-                nxt.extend(result if isinstance(result, list) else [result])
-            tasks = nxt
-            if docs_in is None and tasks and type(tasks[0]).__name__ == "DocumentBatch":
-                docs_in = sum(t.num_items for t in tasks)
-        wall, cpu_s = time.perf_counter() - w0, cpu() - c0
-    kept = sum(p.read_bytes().count(b"\n") for p in kept_dir.rglob("*.jsonl"))
-    print(json.dumps({"step_wall_s": wall, "step_cpu_s": cpu_s,
-                      "docs_in": docs_in if args.executor == "inline" else None,
-                      "docs_kept": kept, "filters": n_filters, "executor": args.executor}))
+        with Stopwatch() as sw:
+            for stage in pipeline.stages:
+                nxt = []
+                for task in tasks:
+                    result = stage.process(task)
+                    if result is None:
+                        continue
+                    nxt.extend(result if isinstance(result, list) else [result])
+                tasks = nxt
+                if docs_in is None and tasks and type(tasks[0]).__name__ == "DocumentBatch":
+                    docs_in = sum(t.num_items for t in tasks)
+    emit({**sw.fields(), "docs_in": docs_in if args.executor == "inline" else None,
+          "docs_kept": count_lines(kept_dir.rglob("*.jsonl")), "filters": n_filters,
+          "executor": args.executor})
 
 
 if __name__ == "__main__":

@@ -20,20 +20,11 @@ os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 import argparse
 import json
-import resource
-import time
 from pathlib import Path
 from typing import Any
 
-
-def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
-
-
-def lines(paths: list[Path]) -> int:
-    return sum(p.read_bytes().count(b"\n") for p in paths)
+from _timing import Stopwatch, emit
+from _timing import count_lines as lines
 
 
 def floor(files: list[Path], out: Path) -> dict[str, Any]:
@@ -41,11 +32,10 @@ def floor(files: list[Path], out: Path) -> dict[str, Any]:
 
     out.mkdir(parents=True, exist_ok=True)
     pl.DataFrame({"a": [1]}).write_ndjson(out / "warm.jsonl")
-    c0, w0 = cpu(), time.perf_counter()
-    for f in files:
-        pl.read_ndjson(f).write_ndjson(out / "floor.jsonl")
-    return {"step_wall_s": time.perf_counter() - w0, "step_cpu_s": cpu() - c0,
-            "docs_in": lines(files), "docs_kept": lines(files)}
+    with Stopwatch() as sw:
+        for f in files:
+            pl.read_ndjson(f).write_ndjson(out / "floor.jsonl")
+    return {**sw.fields(), "docs_in": lines(files), "docs_kept": lines(files)}
 
 
 def filt(glob: str, policy: Path, langpacks: Path, out: Path, language: bool,
@@ -61,11 +51,9 @@ def filt(glob: str, policy: Path, langpacks: Path, out: Path, language: bool,
     }
     if not language:
         config["language_codes"] = []
-    c0, w0 = cpu(), time.perf_counter()
-    manifest = run_filter(FilterConfig(**config))
-    wall, cpu_s = time.perf_counter() - w0, cpu() - c0
-    return {"step_wall_s": wall, "step_cpu_s": cpu_s,
-            "docs_in": manifest["input"]["row_count"],
+    with Stopwatch() as sw:
+        manifest = run_filter(FilterConfig(**config))
+    return {**sw.fields(), "docs_in": manifest["input"]["row_count"],
             "docs_kept": manifest["output"]["row_count"],
             "docs_kept_lines": lines(sorted(out.glob("part_*.jsonl")))}
 
@@ -76,16 +64,15 @@ def decont(files: list[Path], holdout: Path, out: Path) -> dict[str, Any]:
     config = {"train_glob": [str(f) for f in files], "holdout_glob": str(holdout),
               "output_dir": str(out / "result"), "id_field": "id", "source_field": "source",
               "execution": {"executor": "inline"}}
-    c0, w0 = cpu(), time.perf_counter()
-    report = run_decontamination(DecontaminationConfig(**config))
-    wall, cpu_s = time.perf_counter() - w0, cpu() - c0
+    with Stopwatch() as sw:
+        report = run_decontamination(DecontaminationConfig(**config))
     removed: dict[str, list[str]] = {}
     for p in sorted((out / "result" / "removed").glob("*.jsonl")):
         for line in p.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             removed[row["id"]] = sorted({m["holdout_id"] for m in row["matches"]})
     (out / "removed_ids.json").write_text(json.dumps(removed))
-    return {"step_wall_s": wall, "step_cpu_s": cpu_s, "docs_in": lines(files),
+    return {**sw.fields(), "docs_in": lines(files),
             "docs_removed": len(removed), "result": report.get("result"),
             "removed_ids": str(out / "removed_ids.json")}
 
@@ -109,7 +96,7 @@ def main() -> None:
                       args.langid_max_chars)
     else:
         result = decont(args.files, args.holdout, args.out)
-    print(json.dumps(result))
+    emit(result)
 
 
 if __name__ == "__main__":

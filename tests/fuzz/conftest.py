@@ -10,6 +10,11 @@ a property, randomized (a new search each run; a failure prints the
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
@@ -31,3 +36,20 @@ def examples(default: int) -> settings:
     or slower than the rest, takes fewer than 50), the full count under
     ``CURATE_FUZZ_FULL=1``."""
     return settings(max_examples=settings().max_examples if FULL else default)
+
+
+@contextmanager
+def sandbox() -> Iterator[Path]:
+    """A fresh directory per example (pytest's ``tmp_path`` is one per test function,
+    and hypothesis runs many examples in one)."""
+    root = Path(tempfile.mkdtemp(prefix="fuzz-"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def files_under(root: Path) -> set[str]:
+    """Every path under ``root``, relative: what a loader or reader wrote is the
+    difference of two calls."""
+    return {str(p.relative_to(root)) for p in root.rglob("*")}

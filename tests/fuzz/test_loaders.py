@@ -13,9 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +27,7 @@ from curator.flow.run import start_flow
 from curator.langpack.loader import content_hash_of, load_langpack
 from curator.policy import load_policy
 from curator.steps.registry import STEPS
-from tests.fuzz.conftest import examples
+from tests.fuzz.conftest import examples, files_under, sandbox
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -74,19 +71,6 @@ def documents(keys: list[str], base: dict[str, Any]) -> st.SearchStrategy[bytes]
     return st.one_of(known.map(yaml_text), swapped.map(yaml_text),
                      mutated_text(yaml_text(base)), st.binary(max_size=200),
                      st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")))
-
-
-@contextmanager
-def sandbox() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="fuzz-"))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
 #: named nasties every YAML loader is given besides what hypothesis draws

@@ -13,10 +13,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +28,7 @@ from curator.corpus.reading import UTF8_BOM
 from curator.corpus.records import REASONS, RecordSpec, Rejection, classify_line
 from curator.errors import CuratorError
 from tests.chaos.test_hostile_input import NASTY_LINES
-from tests.fuzz.conftest import examples
+from tests.fuzz.conftest import examples, files_under, sandbox
 from tests.ingest._support import ingest
 
 pytestmark = pytest.mark.timeout(600)
@@ -101,20 +97,6 @@ def test_any_line_is_a_record_or_a_rejection_with_a_reason(line: bytes) -> None:
 
 
 # -- ingest: plain, .gz, .zst --------------------------------------------------------------
-
-def files_under(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-@contextmanager
-def sandbox() -> Iterator[Path]:
-    """A fresh directory per example (pytest's tmp_path is one per test function)."""
-    root = Path(tempfile.mkdtemp(prefix="fuzz-"))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
 
 def compress(body: bytes, fmt: str) -> bytes:
     if fmt == "gz":
