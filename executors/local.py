@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import signal
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
@@ -22,6 +24,28 @@ def _init_worker() -> None:
     # The driver stops workers with SIGKILL when it abandons them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _safe_path() -> Iterator[None]:
+    """``PYTHONSAFEPATH=1`` for the processes started inside (Python 3.11+).
+
+    A spawned worker (and multiprocessing's resource tracker) starts as ``python -c
+    "from multiprocessing.spawn import ..."``, and ``-c`` puts the working directory
+    first on ``sys.path``: run from a data directory holding a ``multiprocessing.py``
+    (or ``polars.py``, ...), every worker would import it and run its code. With
+    PYTHONSAFEPATH they do not look there (they take the driver's ``sys.path`` once
+    started). Set only while the pool starts processes, so the driver's later
+    subprocesses (``python script.py`` importing its neighbours) are not changed.
+    docs/reliability.md, "Security defaults, checked"."""
+    if os.environ.get("PYTHONSAFEPATH"):
+        yield
+        return
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("PYTHONSAFEPATH", None)
 
 
 def _run(token: str, chain_file: str, task: Task) -> UnitResult:
@@ -59,11 +83,12 @@ class LocalExecutor(Executor):
 
     def start(self, chain: WorkerChain) -> None:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context(self.start_method),
-                initializer=_init_worker,
-            )
+            with _safe_path():  # its queues' locks may start the resource tracker
+                self._pool = cf.ProcessPoolExecutor(
+                    max_workers=self.workers,
+                    mp_context=multiprocessing.get_context(self.start_method),
+                    initializer=_init_worker,
+                )
         fd, path = tempfile.mkstemp(prefix="curate-chain-", suffix=".pkl")
         with os.fdopen(fd, "wb") as f:
             f.write(chain.blob)
@@ -71,7 +96,8 @@ class LocalExecutor(Executor):
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
         assert self._pool is not None and self._chain is not None, "start() first"
-        return self._pool.submit(_run, *self._chain, task)
+        with _safe_path():  # the pool spawns its workers in submit()
+            return self._pool.submit(_run, *self._chain, task)
 
     def stop(self, abandon: bool = False) -> None:
         if self._chain is not None:
