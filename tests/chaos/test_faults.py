@@ -1,8 +1,10 @@
-"""Machine faults for the first registered step, run as ``curate <command>``: a FIFO, a
-device file and symlink loops in the input, an input inside the output, a read-only
-and a full output filesystem (small tmpfs mounts; skipped where mounting is not
-permitted). Expected: a rejection or an error id (exit 2), never a hang or a traceback;
-after the fault is gone, a rerun completes with the bytes of a clean run."""
+"""Machine faults, run as ``curate <command>``: for the first registered step a FIFO, a
+device file and symlink loops in the input, an input inside the output, a read-only and
+a full output filesystem; for every registered step a full checkpoint filesystem (the
+first step in ``make test``, all in ``make chaos``). Small tmpfs mounts, skipped where
+mounting is not permitted. Expected: a rejection or an error id (exit 2), never a hang
+or a traceback; after the fault is gone, a rerun completes with the bytes of a clean
+run."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from tests.steps._worlds import data_files
 
 pytestmark = pytest.mark.timeout(300)
 SPEC = STEPS[0]
+FULL = os.environ.get("CURATE_CHAOS_FULL") == "1"
 HANG = 120  # seconds: a run that takes longer than this on the small world hangs
 
 
@@ -122,22 +125,31 @@ def test_a_full_output_filesystem_fails_cleanly_and_a_rerun_completes(tmp_path: 
     assert data_files(roomy) == data_files(clean)
 
 
+#: the checkpoint-full case for every registered step: the first in ``make test``, the
+#: rest in ``make chaos`` (``CURATE_CHAOS_FULL=1``)
+CKPT_CASES = [pytest.param(spec, id=spec.key, marks=() if FULL or spec is SPEC else
+                           pytest.mark.skip(reason="every step runs in make chaos "
+                                                   "(CURATE_CHAOS_FULL=1)"))
+              for spec in STEPS]
+
+
+@pytest.mark.parametrize("spec", CKPT_CASES)
 def test_a_full_checkpoint_filesystem_fails_cleanly_and_a_rerun_completes(
-        tmp_path: Path) -> None:
+        spec, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The checkpoint directory on a tmpfs too small for it (LMDB writes with pwrite, so
     a full disk is ENOSPC, not a SIGBUS through a mapped page): an error id, no
     traceback, the step not complete; the checkpoint moved to a roomy disk, the same
     output completes to the clean bytes."""
-    case = Case(SPEC, "local", tmp_path)
+    case = Case(spec, "local", tmp_path)
     clean = tmp_path / "clean"
-    SPEC.run(validate_config(SPEC.config, case.world.config(clean)))
+    spec.run(validate_config(spec.config, case.world.config(clean)))
     with tmpfs(tmp_path / "small", "48k") as small:
         cfg = {**case.cfg, "execution": {**case.cfg["execution"],
                                          "checkpoint_path": str(small / "ckpt")}}
         code, err = run(case, "ckpt-full", cfg)
         assert code == 2, f"exit {code}\n{err[-3000:]}"
         assert "error: [" in err and "internal_error" not in err, err[-3000:]
-        assert not SPEC.is_complete(cfg)
+        assert not spec.is_complete(cfg)
         visible_temps = [p for p in leftovers(case.out) if "-work" not in p and "lock" not in p]
         assert visible_temps == [], visible_temps
         roomy = tmp_path / "roomy-ckpt"
