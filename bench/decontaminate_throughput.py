@@ -229,7 +229,7 @@ def main() -> None:
     if "exact" in results and clock.runs:
         scan = sorted(clock.runs)[len(clock.runs) // 2]
         results["exact_scan_phase"] = {
-            "cpu_s": scan, "runs": clock.runs, "mb_per_cpu_s": b.data_mb / scan,
+            "cpu_s": scan, "runs": list(clock.runs), "mb_per_cpu_s": b.data_mb / scan,
             "x_floor": scan / results["floor"]["cpu_s"] if "floor" in results else None}
         print(f"scan phase of exact: cpu {scan:.2f} s (runs {clock.runs}), "
               f"{b.data_mb / scan:.1f} MB/s/core", flush=True)
