@@ -61,6 +61,14 @@ def interpretation(unit: str) -> str:
             "one.")
 
 
+def _cache_text(cache: Any) -> str:
+    """``{dir, hits, misses}`` as a person reads it."""
+    if not isinstance(cache, dict):
+        return str(cache)
+    where = f"`{cache['dir']}`" if cache.get("dir") else "none (whitespace words are not cached)"
+    return f"{cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses; {where}"
+
+
 def _bar(share: float, width: int = 20) -> str:
     n = round(share * width)
     return "#" * n + "." * (width - n)
@@ -75,15 +83,17 @@ def render(report: dict[str, Any]) -> Rendering:
     lines = ["# curate/subset", "",
              f"- corpus: {corpus.get('documents', 0):,} documents, "
              f"{corpus.get('total_tokens', 0):,} {unit}; counted with {who}",
-             f"- token cache: {report.get('token_cache')}", "",
+             f"- token cache: {_cache_text(report.get('token_cache'))}", "",
              "## Tiers", "",
-             f"| budget ({unit}) | documents | achieved | shortfall | strata exhausted |",
-             "|---:|---:|---:|---:|---:|"]
+             f"| budget ({unit}) | documents | achieved ({unit}) | achieved (% of budget) "
+             f"| shortfall ({unit}) | strata exhausted |",
+             "|---:|---:|---:|---:|---:|---:|"]
     table = []
     for t in tiers:
         lines.append(f"| {t['budget']:,} | {t['document_count']:,} | "
-                     f"{t['achieved_tokens']:,} | {t['token_shortfall']:,} | "
-                     f"{len(t['strata_exhausted'])} |")
+                     f"{t['achieved_tokens']:,} | "
+                     f"{100 * t['achieved_tokens'] / (t['budget'] or 1):.1f}% | "
+                     f"{t['token_shortfall']:,} | {len(t['strata_exhausted'])} |")
         table.append({f"budget ({unit})": t["budget"], "documents": t["document_count"],
                       f"achieved ({unit})": t["achieved_tokens"],
                       "achieved (% of budget)": round(

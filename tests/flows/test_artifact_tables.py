@@ -81,6 +81,10 @@ def test_the_subset_tiers_table_names_its_units_and_the_report_holds_the_picture
         assert row[f"budget ({unit})"] == tier["budget"]
         assert row["achieved (% of budget)"] == round(
             100 * tier["achieved_tokens"] / tier["budget"], 1)
+    # the markdown's tier table names its units too; the cache reads as words, not a dict
+    assert f"| achieved ({unit}) | achieved (% of budget) | shortfall ({unit}) |" \
+        in shown.markdown
+    assert "{'dir'" not in shown.markdown and "hits" in shown.markdown
     # the picture, inline: the markdown artifact shows it without access to the disk
     picture = Path(report["picture"])
     [data] = re.findall(r"!\[[^\]]*\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)",

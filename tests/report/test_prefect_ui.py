@@ -2,14 +2,17 @@
 run against it, and the flow run's pages opened in headless Chromium (docs/report.md,
 "The Prefect UI"). What a person would see: the flow run and its step subflows
 completed, one task run per source partition, each step's artifacts (progress,
-markdown report, tables)."""
+markdown report, tables), the subset's picture, numbers rounded. Screenshots are kept
+in the test's tmp dir, and copied to ``CURATE_TEST_SHOTS`` (a folder) when it is set."""
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -191,3 +194,37 @@ def test_a_markdown_report_and_a_table_render_in_the_ui(flow_run: dict[str, Any]
         else:
             for field in ("n_input", "n_success", "n_filtered"):
                 assert (field, str(ledger[field])) in pairs, (field, cells)
+
+
+def _keep(shot: Path) -> None:
+    """Copy a screenshot to ``CURATE_TEST_SHOTS`` (a folder) when set, to keep it."""
+    keep = os.environ.get("CURATE_TEST_SHOTS")
+    if keep and shot.is_file():
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(shot, Path(keep) / shot.name)
+
+
+def test_the_subset_picture_and_its_tier_table_read_well_in_the_ui(
+        flow_run: dict[str, Any], tmp_path: Path) -> None:
+    """The subset's markdown report shows ``tier_shares.png`` (inlined as a ``data:``
+    image: the UI cannot read the worker's disk), and its tier table names its units.
+    (Rounding is proven without a browser: tests/flows/test_artifact_tables.py.)"""
+    root, ids = flow_run["root"], flow_run["artifacts"]
+    subset = json.loads((root / "subset/subset_report.json").read_text())
+    picture = Path(subset["picture"]).read_bytes()
+    for key in ("subset-report", "subset-tiers"):
+        shot = tmp_path / f"prefect-{key}.png"
+        url = f"{flow_run['url']}/v2/artifacts/artifact/{ids[key]}"
+        height = 2600 if key == "subset-report" else 900  # the picture is below the tables
+        dom = chromium(url, tmp_path, "--virtual-time-budget=20000",
+                       f"--window-size=1400,{height}", "--dump-dom", f"--screenshot={shot}")
+        assert shot.read_bytes()[:4] == b"\x89PNG"
+        _keep(shot)
+        dom = re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+        if key == "subset-report":
+            srcs = re.findall(r'<img\b[^>]*\bsrc="data:image/png;base64,([^"]+)"', dom)
+            assert [base64.b64decode(s) for s in srcs] == [picture], dom[-2000:]
+        else:
+            text, _ = page_text(dom)
+            assert f"budget ({subset['unit']})" in text, text[-2000:]
+            assert "achieved (% of budget)" in text, text[-2000:]
