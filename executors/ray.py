@@ -33,6 +33,27 @@ LOCAL_INIT_DEFAULTS: dict[str, Any] = {
 }
 
 
+@contextlib.contextmanager
+def _not_in_the_working_directory() -> Any:
+    """Connect from ``/``, not from the working directory.
+
+    A Ray driver adds its working directory to every worker's ``sys.path``, ahead of
+    site-packages (``ray._private.worker.connect``): a run started in a data directory
+    holding an ``executors.py`` or a ``pyarrow.py`` had its workers import them and run
+    their code (tests/chaos/test_security.py). ``/`` holds no module on a sane system and
+    only root writes there. Relative paths are not resolved in between."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed: nothing to keep off the path
+        yield
+        return
+    os.chdir("/")
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+
+
 def _keep_local_ray_on_loopback() -> None:
     """Make a Ray that this process starts listen on 127.0.0.1 only.
 
@@ -156,7 +177,8 @@ class RayExecutor(Executor):
                 kwargs = {**LOCAL_INIT_DEFAULTS, **kwargs}
                 if self.workers:  # room for ``workers`` units of this run at once
                     kwargs.setdefault("num_cpus", math.ceil(self.workers * need.cpus))
-            ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
+            with _not_in_the_working_directory():
+                ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
             self._owned = True
         else:
             self._refuse_another_cluster()

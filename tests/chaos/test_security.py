@@ -46,7 +46,7 @@ from curator.config import validate_config
 from curator.steps.registry import BY_KEY, STEPS
 from curator_testing.environment import hermetic_env
 from tests.chaos._harness import CURATE, Case
-from tests.integration._support import Proc
+from tests.integration._support import Proc, ray_env
 
 pytestmark = pytest.mark.timeout(600)
 FULL = os.environ.get("CURATE_CHAOS_FULL") == "1"
@@ -278,16 +278,18 @@ def test_nothing_planted_in_a_data_directory_is_unpickled_or_run(
     assert spec.is_complete(cfg)
 
 
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=full_only)])
 def test_a_pool_run_in_a_planted_data_directory_runs_nothing_and_leaks_no_secret(
-        tmp_path: Path) -> None:
-    """``curate <first step>`` on the process pool, started in its input directory,
+        executor: str, tmp_path: Path) -> None:
+    """``curate <first step>`` on the process pool (and on Ray, in ``make chaos``),
+    started in its input directory,
     which holds the planted files and modules named as those a spawned worker imports as
     it starts (as do the output and checkpoint directories), with the sentinels in its
     environment: the marker is never created, and no file of the output or checkpoint
     and no line of its stdout or stderr holds a sentinel. Then a refused run (an input
     that does not exist): its error names the config, never the environment."""
     spec = STEPS[0]
-    case = Case(spec, "local", tmp_path)
+    case = Case(spec, executor, tmp_path)
     inputs = Path(case.cfg[spec.input_key])
     inputs = inputs if inputs.is_dir() else inputs.parent
     marker = tmp_path / "marker"
@@ -295,7 +297,8 @@ def test_a_pool_run_in_a_planted_data_directory_runs_nothing_and_leaks_no_secret
         plant(folder, marker, shadows=True)
     in_inputs = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(inputs), CURATE,
                  spec.command_name, "--config", str(case.config_path)]
-    env = {"CURATE_PREFECT": "never", **SENTINELS}
+    env = {"CURATE_PREFECT": "never", **SENTINELS, **(
+        ray_env(case.ray_tmp) if case.ray_tmp is not None else {})}
     with Proc(in_inputs, case.logs, "pool-in-data-dir", env=env) as proc:
         code = proc.wait(300)
         texts = [proc.stderr(), proc.stdout_path.read_text(errors="replace")]
@@ -306,5 +309,6 @@ def test_a_pool_run_in_a_planted_data_directory_runs_nothing_and_leaks_no_secret
               "refused", env=env) as proc:
         assert proc.wait(120) == 2, proc.stderr()[-3000:]
         texts += [proc.stderr(), proc.stdout_path.read_text(errors="replace")]
+    case.close()
     assert leaks(case.out, case.ckpt, texts=tuple(texts)) == []
     assert not marker.exists()
