@@ -30,9 +30,12 @@ class ExecutionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: local: a process pool; ray: one Ray task per source partition; inline: serially
     executor: Literal["local", "ray", "inline"] = "local"
-    workers: int | None = None
+    workers: int | None = None  # the pool's processes (default: the CPUs)
+    #: a Ray cluster to join (auto, host:6379, ray://host:10001); default: a local Ray
     ray_address: str | None = None
+    #: where finished partitions are recorded, so a rerun resumes (a flow: its root's)
     checkpoint_path: str | None = None
 
 
