@@ -8,14 +8,18 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_files
 from curator.errors import CuratorError
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
+
+if TYPE_CHECKING:
+    from curator.steps.help import KeyHelp
 
 # Defaults for a Prefect that runs without a configured server (a temporary local
 # one): no telemetry, and time for a first-run database migration.
@@ -28,9 +32,13 @@ for _key, _value in {
 
 app = typer.Typer(
     help="Curate LLM training corpora: resumable, auditable steps on Prefect.",
+    epilog="Each step's --help (curate ingest --help, ..., curate flow --help) lists its "
+           "config keys with their defaults. curate status OUTPUT_ROOT says which steps "
+           "finished, which resume, and the next command. Shell completion: "
+           "curate --install-completion.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 checkpoint_app = typer.Typer(help="Inspect checkpoint directories.", no_args_is_help=True)
 app.add_typer(checkpoint_app, name="checkpoint")
@@ -67,6 +75,57 @@ def fail(exc: CuratorError) -> None:
     raise typer.Exit(exc.exit_code)
 
 
+KEYS_TITLE = "Config keys (in --config FILE, or --set KEY=VALUE; CURATE_KEY in the environment)"
+
+
+def _keys_help(keys: Callable[[], list[KeyHelp]]) -> type[TyperCommand]:
+    """A command whose ``--help`` ends with its config keys and their defaults, built
+    from the config model only when help is asked for (curator.steps.help)."""
+
+    class KeysHelpCommand(TyperCommand):
+        def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click
+            super().format_help(ctx, formatter)
+            rows = keys()
+            if self.rich_markup_mode is None:  # click's plain help (no rich)
+                with formatter.section(KEYS_TITLE):
+                    formatter.write_dl([(r.key, f"{r.default}  [{r.type}] {r.description}")
+                                        for r in rows])
+                return
+            from rich.panel import Panel
+            from rich.table import Table
+            from rich.text import Text
+            from typer.rich_utils import _get_rich_console
+
+            table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1),
+                          pad_edge=False, expand=True)
+            table.add_column("key", style="bold cyan", no_wrap=True, overflow="fold")
+            table.add_column("default", overflow="fold", max_width=30)
+            table.add_column("type", style="yellow", overflow="fold", max_width=24)
+            table.add_column("description", ratio=1)
+            for r in rows:
+                table.add_row(Text(r.key), Text(r.default, style="bold" if r.required else ""),
+                              Text(r.type), Text(r.description))  # Text: no markup
+            _get_rich_console().print(Panel(table, title=KEYS_TITLE, title_align="left",
+                                            border_style="dim"))
+
+    return KeysHelpCommand
+
+
+def _step_keys(spec: StepSpec) -> Callable[[], list[KeyHelp]]:
+    def keys() -> list[KeyHelp]:
+        from curator.steps.help import config_keys
+
+        return config_keys(spec.config)
+
+    return keys
+
+
+def _flow_keys() -> list[KeyHelp]:
+    from curator.steps.help import flow_config_keys
+
+    return flow_config_keys()
+
+
 def _step_command(spec: StepSpec) -> Callable[..., None]:
     """``curate <step> --config FILE [--set key=value ...]`` for one registered step."""
 
@@ -95,10 +154,10 @@ def _step_command(spec: StepSpec) -> Callable[..., None]:
 
 
 for _spec in STEPS:
-    app.command(_spec.command_name)(_step_command(_spec))
+    app.command(_spec.command_name, cls=_keys_help(_step_keys(_spec)))(_step_command(_spec))
 
 
-@app.command("flow")
+@app.command("flow", cls=_keys_help(_flow_keys))
 def flow_(
     config: ConfigOpt,
     plan: Annotated[bool, typer.Option("--plan", help="write flow_plan.json, run nothing")]
@@ -145,6 +204,48 @@ def report_(
     if not output_root.is_dir():
         fail(CuratorError("output_root_missing", f"no directory {output_root}"))
     typer.echo(f"report {write_report(output_root)}")
+
+
+@app.command("status")
+def status_(
+    path: Annotated[Path, typer.Argument(help="a flow's output_root, or one step's output_dir")],
+    config: Annotated[
+        str | None, typer.Option("--config", "-c", help="the flow's config, for the next "
+                                 "command it prints")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Which steps finished, which resume, which did not run, and the next command."""
+    from curator.flow.status import root_status
+
+    try:
+        result = root_status(path, flow_config=config)
+    except CuratorError as exc:
+        fail(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+        return
+    kind = ("flow output root" if result.kind == "flow"
+            else f"output dir of curate {result.steps[0].key}")
+    typer.echo(f"{result.path}: {kind}"
+               + (f"; last flow run: {result.flow_status}" if result.flow_status else ""))
+    for s in result.steps:
+        enabled = {True: "", False: "  (disabled in the plan)", None: ""}[s.enabled]
+        detail = ""
+        if s.state == "finished":
+            detail = f"completed {s.completed_at}"
+        elif s.state == "resumable":
+            detail = f"checkpoint {s.checkpoint}" if s.checkpoint else ""
+        if s.error and s.state != "finished":
+            detail = (detail + "; " if detail else "") + \
+                f"[{s.error.get('error_id')}] {str(s.error.get('message', ''))[:160]}"
+        typer.echo(f"  {s.key:<16} {s.state:<10} {detail}{enabled}".rstrip())
+        for note in s.notes:
+            typer.echo(f"  {'':<16} {'':<10} {note}")
+    for note in result.notes:
+        typer.echo(f"note: {note}")
+    for command in result.next_commands:
+        typer.echo(f"next: {command}")
 
 
 @app.command("demo-corpus")

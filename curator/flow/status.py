@@ -1,0 +1,315 @@
+"""``curate status PATH``: what a flow's output root (or one step's output dir) holds.
+
+Read from files only, never changing them: the flow's ``flow_plan.json`` (each step's
+config: its output dir and checkpoint), each step's completion artifact (the one
+completion rule: ``producer.completed_at``), its checkpoint (``<checkpoint_path>/<key>/
+<phase>/`` with LMDB files: partitions a rerun skips), its work files and lock, and the
+last ``flow_report.json``. Each step is one of:
+
+- ``finished``: its completion artifact has ``producer.completed_at``;
+- ``running``: its output directory's lock is held by a live process on this machine;
+- ``resumable``: started, not finished, a checkpoint with recorded partitions: a rerun
+  of the same command skips them;
+- ``failed``: its artifact records an error and there is nothing to resume (a rerun
+  starts the step afresh);
+- ``started``: work files or outputs but neither a checkpoint nor an artifact;
+- ``not_run``: nothing of it on disk.
+
+Then the next command: ``curate flow --config FLOW`` to resume or go on, or the
+approval (``curate approve`` / the Prefect UI's form) when that is what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curator.checkpoint import METADATA_DIRNAME
+from curator.errors import CuratorError
+from curator.flow.plan import MARKER
+from curator.locking import LOCK_NAME
+from curator.steps.registry import STEPS
+from curator.steps.spec import StepSpec
+
+PLAN_NAME = "flow_plan.json"
+REPORT_NAME = "flow_report.json"
+STATES = ("finished", "running", "resumable", "failed", "started", "not_run")
+
+
+@dataclass
+class StepStatus:
+    """One step as its files show it."""
+
+    key: str
+    step_id: str
+    state: str  # one of STATES
+    output_dir: str
+    enabled: bool | None = None  # in the flow's last plan; None: not a flow, or unknown
+    completed_at: str | None = None
+    error: dict[str, Any] | None = None  # {error_id, message} of a failed run
+    checkpoint: str | None = None  # the checkpoint directory a rerun resumes from
+    checkpoint_files: int = 0  # LMDB files recording finished partitions
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RootStatus:
+    """An output root (``kind="flow"``) or one step's output dir (``kind="step"``)."""
+
+    path: str
+    kind: str
+    steps: list[StepStatus]
+    flow_status: str | None = None  # the last flow_report.json's status, if any
+    flow_error: dict[str, Any] | None = None
+    problems: list[dict[str, Any]] = field(default_factory=list)  # the plan's preflight
+    waiting_for_approval: bool = False
+    next_commands: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["steps"] = [s.to_json() for s in self.steps]
+        return out
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _lock_holder(directory: Path) -> int | None:
+    """The pid in ``directory``'s run lock if that process is alive here, else None.
+
+    Read, never taken: taking it, even for a moment, could refuse a run starting now."""
+    try:
+        pid = int((directory / LOCK_NAME).read_text().strip() or "0")
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid  # alive, another user's
+    return pid
+
+
+def _checkpoint_files(ckpt: Path) -> int:
+    """LMDB files recording finished partitions under ``<checkpoint_path>/<key>``."""
+    try:
+        return sum(1 for _ in ckpt.glob(f"*/{METADATA_DIRNAME}/*.mdb"))
+    except OSError:
+        return 0
+
+
+def step_status(spec: StepSpec, config: dict[str, Any], *, local: bool = True) -> StepStatus:
+    """The state of one step whose (effective or planned) config is ``config``."""
+    out = Path(str(config.get("output_dir") or ""))
+    status = StepStatus(spec.key, spec.step_id, "not_run", str(out))
+    report = spec.read_result(config)
+    producer = (report or {}).get("producer") or {}
+    ckpt_root = (config.get("execution") or {}).get("checkpoint_path")
+    ckpt = Path(str(ckpt_root)) / spec.key if ckpt_root else None
+    if ckpt is not None and ckpt.is_dir():
+        status.checkpoint = str(ckpt)
+        status.checkpoint_files = _checkpoint_files(ckpt)
+    if isinstance(producer, dict) and producer.get("completed_at"):
+        status.state = "finished"
+        status.completed_at = str(producer["completed_at"])
+        if report and report.get("error"):
+            status.error = report["error"]
+        return status
+    if report is not None:
+        status.error = report.get("error") or {"error_id": "incomplete",
+                                               "message": "no completed_at"}
+    holder = _lock_holder(out) if local else None
+    if holder is not None:
+        status.state = "running"
+        status.notes.append(f"its output directory is locked by process {holder}")
+    elif status.checkpoint_files:
+        status.state = "resumable"
+    elif report is not None:
+        status.state = "failed"
+    elif out.is_dir() and any(p.name != MARKER for p in out.iterdir()):
+        status.state = "started"
+    return status
+
+
+def _is_step_dir(path: Path) -> StepSpec | None:
+    """The step whose output dir ``path`` is: its completion artifact or work files."""
+    for spec in STEPS:
+        config = {"output_dir": str(path)}
+        try:
+            completion = spec.completion_path(config)
+        except (KeyError, TypeError, ValueError):
+            completion = None
+        if completion is not None and completion.is_file():
+            return spec
+        if (path / f".{spec.key}-work").is_dir():
+            return spec
+    return None
+
+
+def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
+    """The status of a flow's output root or of one step's output directory.
+
+    ``flow_config``: the flow's config file, for the next command (else a placeholder).
+    Raises ``not_an_output_root`` (exit 2) for anything else."""
+    root = Path(path)
+    if not root.is_dir():
+        raise CuratorError("not_an_output_root", f"{root} is not a directory")
+    root = root.resolve()
+    plan = _read_json(root / PLAN_NAME)
+    if plan is None:
+        subdirs = [s for s in STEPS if (root / s.output_subdir).is_dir()]
+        if not subdirs:
+            spec = _is_step_dir(root)
+            if spec is None:
+                raise CuratorError(
+                    "not_an_output_root",
+                    f"{root} holds neither a flow's {PLAN_NAME} nor a step's output "
+                    f"({', '.join(s.output_subdir + '/' for s in STEPS)} under a flow's "
+                    "output_root, or a step's completion artifact): give the output_root "
+                    "of curate flow or the output_dir of curate <step>")
+            return _single_step(spec, root)
+    return _flow(root, plan, flow_config or "FLOW.yaml")
+
+
+def _single_step(spec: StepSpec, out: Path) -> RootStatus:
+    status = step_status(spec, {"output_dir": str(out)})
+    if status.state == "started" and (out / f".{spec.key}-work").is_dir():
+        status.state = "resumable"  # the checkpoint is where its config said: unknown here
+        status.notes.append("work files of an unfinished run: rerun the same command with "
+                            "the same execution.checkpoint_path to resume")
+    result = RootStatus(str(out), "step", [status])
+    cmd = spec.command_name
+    if status.state == "finished":
+        result.notes.append("finished; nothing to resume")
+    elif status.state == "running":
+        result.notes.append("a run is in progress; wait for it")
+    else:
+        result.next_commands.append(f"curate {cmd} --config CONFIG.yaml  (the same config "
+                                    "and --set keys: finished partitions are skipped)")
+    return result
+
+
+def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStatus:
+    planned = {s.get("key"): s for s in (plan or {}).get("steps") or [] if isinstance(s, dict)}
+    report = _read_json(root / REPORT_NAME)
+    result = RootStatus(str(root), "flow", [])
+    if plan is None:
+        result.notes.append(f"no {PLAN_NAME}: the steps' directories were read "
+                            "under their default names")
+    for spec in STEPS:
+        entry = planned.get(spec.key) or {}
+        config = dict(entry.get("config") or {})
+        # the root's own subdir first (a moved or copied root), else the planned dir
+        out = root / spec.output_subdir
+        if not out.exists() and config.get("output_dir"):
+            out = Path(str(config["output_dir"]))
+        config["output_dir"] = str(out)
+        execution = dict(config.get("execution") or {})
+        written = str((plan or {}).get("output_root") or root)
+        ckpt = execution.get("checkpoint_path") or str(root / "checkpoints")
+        if Path(written) != root and Path(ckpt).is_relative_to(written):
+            ckpt = str(root / Path(ckpt).relative_to(written))
+        execution["checkpoint_path"] = ckpt
+        config["execution"] = execution
+        status = step_status(spec, config)
+        status.enabled = bool(entry.get("enabled")) if entry else None
+        if status.state == "finished" and status.enabled and not (out / MARKER).is_file():
+            status.notes.append("artifacts complete but no done-marker: the flow runs it "
+                                "again (a failed verdict, or a run outside the flow)")
+        result.steps.append(status)
+    if report is not None:
+        result.flow_status = report.get("status")
+        result.flow_error = report.get("error")
+        stale = (plan is not None and (root / PLAN_NAME).stat().st_mtime_ns
+                 > (root / REPORT_NAME).stat().st_mtime_ns)
+        if stale:
+            result.notes.append(f"{REPORT_NAME} is older than {PLAN_NAME}: the last flow "
+                                "run has not ended (still running, paused for approval, or "
+                                "killed)")
+    result.problems = list((plan or {}).get("problems") or [])
+    _next(result, root, plan, report, flow_config)
+    return result
+
+
+def _next(result: RootStatus, root: Path, plan: dict[str, Any] | None,
+          report: dict[str, Any] | None, flow_config: str) -> None:
+    rerun = f"curate flow --config {flow_config}"
+    steps = {s.key: s for s in result.steps}
+    if any(s.state == "running" for s in result.steps):
+        result.next_commands.append("none yet: a step is running (rerun curate status "
+                                    "when it ends)")
+        return
+    if result.problems:
+        ids = ", ".join(str(p.get("error_id")) for p in result.problems)
+        result.notes.append(f"the last plan was refused by its preflight ({ids}): fix the "
+                            "flow config")
+        result.next_commands.append(rerun)
+        return
+    artifacts = (plan or {}).get("artifacts") or {}
+    candidates = Path(str(artifacts.get("candidates")
+                          or root / "profile" / "candidate_policies.yaml"))
+    policy = Path(str(artifacts.get("approved_policy")
+                      or root / "policy" / "approved_policy.yaml"))
+    appliers = [spec for spec in STEPS if spec.applies_policy]
+    policy_step = steps[appliers[0].key] if appliers else None
+    profiled = "profile" in steps and steps["profile"].state == "finished"
+    error_id = (result.flow_error or {}).get("error_id")
+    if profiled and candidates.is_file() and not policy.is_file() and policy_step is not None \
+            and policy_step.state != "finished":
+        result.waiting_for_approval = True
+        ended = report is not None and not any("older than" in n for n in result.notes)
+        paused = not ended and policy_step.enabled
+        if paused:
+            result.notes.append("if the flow runs with approve.interactive, it is paused: "
+                                "submit the form of its paused run in the Prefect UI")
+        summary = root / "profile" / "profile_summary.md"
+        result.notes.append(f"approval pending: read {summary}, then choose thresholds")
+        result.next_commands.append(
+            f"curate approve --candidate {candidates} --out {policy} --approver NAME "
+            "--evidence TEXT --set SIGNAL=VALUE ...")
+        result.next_commands.append(
+            f"{rerun}  (profile off, steps.{policy_step.key}.enabled: true and "
+            f"steps.{policy_step.key}.heuristic_filters.approved_policy: {policy}; or, "
+            "instead of curate approve, an approve block with the thresholds)")
+        return
+    unfinished = [s for s in result.steps if s.enabled and s.state != "finished"]
+    if unfinished or (error_id and report is not None):
+        resumes = [s.key for s in unfinished if s.state == "resumable"]
+        runs = [s.key for s in unfinished if s.state != "resumable"]
+        what = "; ".join(x for x in (
+            f"{', '.join(resumes)} resume{'s' if len(resumes) == 1 else ''} from "
+            "the checkpoint" if resumes else "",
+            f"{', '.join(runs)} run{'s' if len(runs) == 1 else ''}" if runs else "") if x)
+        if error_id:
+            message = str((result.flow_error or {}).get("message", ""))
+            result.notes.append(f"the last flow run failed: [{error_id}] "
+                                f"{message[:300]}{'...' if len(message) > 300 else ''}")
+        result.next_commands.append(f"{rerun}  (finished steps are skipped"
+                                    + (f"; {what})" if what else ")"))
+        return
+    if report is not None and report.get("status") == "ok":
+        result.notes.append("the flow finished: every enabled step is done")
+        page = root / "report.html"
+        if page.is_file():
+            result.notes.append(f"the run on one page: {page}")
+        later = [s.key for s in result.steps if not s.enabled and s.state == "not_run"]
+        if later:
+            result.next_commands.append(f"{rerun}  (after enabling any of: "
+                                        f"{', '.join(later)})")
+        return
+    result.next_commands.append(rerun)
