@@ -270,3 +270,39 @@ def test_on_the_process_pool_decontamination_and_subset_publish_the_same_bytes(
                             execution=pool))
     _same(_visible(s3_objects(s3_server, bucket, "subset/")), _local(mine),
           ("subset_report.json", "plan.json"), [(str(local), url), (str(mine), surl)])
+
+
+def test_a_holdout_object_changed_during_the_run_is_holdout_modified(
+        world: Path, s3_server: str, bucket: str, tmp_path: Path) -> None:
+    """The holdout's digest before and after the scan reads the objects: one rewritten
+    by another writer while the training objects are scanned fails the run
+    (``holdout_modified``, exit 3) and the published report says so."""
+    import boto3
+
+    from curator.steps.decontamination import DecontaminationRun
+
+    train, holdout = decontamination_world(world / "decon")
+    upload_dir(s3_server, train, bucket, "train")
+    upload_dir(s3_server, holdout, bucket, "holdout")
+    name = sorted(p.name for p in holdout.iterdir())[0]
+    url = f"s3://{bucket}/decon"
+    config = DecontaminationConfig(
+        **KEYS["decontamination"][0], train_glob=f"s3://{bucket}/train",
+        holdout_glob=f"s3://{bucket}/holdout", output_dir=url,
+        execution={**INLINE, "checkpoint_path": str(tmp_path / "ckpt")})
+    changed: list[bool] = []
+
+    def rewrite(phase: str, progress: Progress) -> None:
+        if phase == "scan" and not changed:
+            boto3.client("s3", endpoint_url=s3_server).put_object(
+                Bucket=bucket, Key=f"holdout/{name}",
+                Body=(holdout / name).read_bytes() + b'{"id": "late", "text": "late"}\n')
+            changed.append(True)
+
+    with pytest.raises(CuratorError) as err:
+        DecontaminationRun(config, on_progress=rewrite).run()
+    assert changed and err.value.error_id == "holdout_modified" and err.value.exit_code == 3
+    report = json.loads(s3_objects(s3_server, bucket, "decon/")["decontamination_report.json"])
+    assert report["splits"]["holdout"]["modified"] is True
+    assert report["error"]["error_id"] == "holdout_modified"
+    assert "completed_at" not in report["producer"]
