@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -226,6 +226,23 @@ def parent(path: str) -> str:
     return str(Path(path).resolve().parent)
 
 
+@contextlib.contextmanager
+def store_errors(what: str, remote: bool) -> Iterator[None]:
+    """With ``remote``: the store's own errors raised inside (credentials, permissions,
+    network, an object gone since it was listed) become ``object_storage_error``
+    naming ``what``; a :class:`CuratorError` passes unchanged. Without: nothing."""
+    if not remote:
+        yield
+        return
+    try:
+        yield
+    except CuratorError:
+        raise
+    except Exception as exc:
+        raise CuratorError("object_storage_error",
+                           f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
 def put_file(local: str | os.PathLike[str], url: str) -> None:
     """Upload a finished local file to ``url`` with one put (atomic on an object store)."""
     fs, path = _fs(url)
@@ -325,5 +342,5 @@ __all__ = [
     "any_remote", "check_checkpoint_local", "exists", "glob", "is_file_at", "is_remote",
     "isdir", "isfile", "join", "list_files", "local_copy_dir", "open_file", "open_read",
     "parent", "publish", "put_file", "read", "read_file", "relative", "remove", "size",
-    "unpublish", "version", "walk_files", "within", "write_bytes",
+    "store_errors", "unpublish", "version", "walk_files", "within", "write_bytes",
 ]

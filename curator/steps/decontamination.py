@@ -240,8 +240,11 @@ class DecontaminationRun(StepRun):
         if overlap:
             raise CuratorError("config_error", f"train_glob and holdout_glob both match "
                                f"{sorted(overlap)[:3]}")
-        self._read_holdout()
-        self._check_key_spaces()
+        with storage.store_errors(f"{self.step_id}: reading the holdout and the training "
+                                  "files", storage.any_remote([*self.files,
+                                                               *self.holdout_files])):
+            self._read_holdout()
+            self._check_key_spaces()
         self.partitions = FilePartitioningStage(file_paths=self.files,
                                                 blocksize=cfg.partition_size)
 
@@ -276,7 +279,9 @@ class DecontaminationRun(StepRun):
                                f"({dups[:3]}): id_field {cfg.id_field!r} must be unique")
         self.train_split = {"documents": len(ids), "fingerprint": ids_fingerprint(ids)}
         self.shards = [s for s in (self._shard(i) for i in range(len(sids))) if s is not None]
-        after = files_digest(self.holdout_files)
+        with storage.store_errors(f"{self.step_id}: reading the holdout again",
+                                  storage.any_remote(self.holdout_files)):
+            after = files_digest(self.holdout_files)
         self.holdout_split["content_digest_after"] = after
         if after != self.holdout_split["content_digest"]:
             self.holdout_split["modified"] = True

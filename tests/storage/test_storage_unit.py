@@ -61,3 +61,20 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("fsspec", "s3fs", "bo
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_stores_own_errors_are_object_storage_error() -> None:
+    """Around a read of objects, a store's exception (here a PermissionError, as s3fs
+    raises for AccessDenied) is object_storage_error; a CuratorError passes unchanged;
+    around local files nothing is mapped."""
+    from curator.errors import CuratorError
+
+    with pytest.raises(CuratorError) as err, storage.store_errors("reading x", True):
+        raise PermissionError("Access Denied")
+    assert err.value.error_id == "object_storage_error"
+    assert "reading x" in err.value.message and "Access Denied" in err.value.message
+    with pytest.raises(CuratorError) as kept, storage.store_errors("reading x", True):
+        raise CuratorError("holdout_empty", "no documents")
+    assert kept.value.error_id == "holdout_empty"
+    with pytest.raises(PermissionError), storage.store_errors("reading x", False):
+        raise PermissionError("local")
