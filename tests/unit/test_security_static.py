@@ -162,3 +162,28 @@ def test_every_prefect_server_started_by_a_script_or_the_docs_binds_loopback() -
         assert host and host.group(1) == "127.0.0.1", f"{where}: {window!r}"
     places = {where.split(":")[0] for where, _ in starts}
     assert {"deployments/local.sh", "tests/report/test_prefect_ui.py"} <= places, places
+
+
+def test_no_code_here_binds_a_server_beyond_loopback() -> None:
+    """The Python servers the project starts are ``SubprocessASGIServer`` (which binds
+    127.0.0.1: its socket is checked in ``tests/chaos/test_security.py``) or a
+    ``prefect server start`` argv (above); no code passes another host (``host=`` a
+    literal that is not loopback, or ``0.0.0.0`` / ``::`` anywhere)."""
+    found = []
+    for root in ("curator", "flows", "executors", "deployments", "bench", "tests",
+                 "examples", "curator_testing", "curator_demo"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            if path.name in (Path(__file__).name, "test_security.py"):
+                continue  # the checks name the hostile host themselves
+            text = path.read_text(encoding="utf-8")
+            rel = str(path.relative_to(REPO))
+            if "0.0.0.0" in text or '"::"' in text:
+                found.append(f"{rel}: names an unspecified (every-interface) address")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.Call):
+                    for kw in node.keywords:
+                        if (kw.arg in ("host", "bind", "listen_host")
+                                and isinstance(kw.value, ast.Constant)
+                                and kw.value.value not in (None, "127.0.0.1", "localhost", "::1")):
+                            found.append(f"{rel}:{node.lineno}: {kw.arg}={kw.value.value!r}")
+    assert found == [], "\n".join(found)
