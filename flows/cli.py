@@ -96,16 +96,20 @@ def _keys_help(keys: Callable[[], list[KeyHelp]]) -> type[TyperCommand]:
             from rich.text import Text
             from typer.rich_utils import _get_rich_console
 
+            console = _get_rich_console()
+            width = console.width  # narrow terminals: defaults and types fold, not the text
             table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1),
                           pad_edge=False, expand=True)
-            table.add_column("key", style="bold cyan", no_wrap=True, overflow="fold")
-            table.add_column("default", overflow="fold", max_width=30)
-            table.add_column("type", style="yellow", overflow="fold", max_width=24)
-            table.add_column("description", ratio=1)
+            table.add_column("key", style="bold cyan", overflow="fold",
+                             max_width=max(20, width // 3))
+            table.add_column("default", overflow="fold", max_width=max(12, width // 5))
+            table.add_column("type", style="yellow", overflow="fold",
+                             max_width=max(10, width // 7))
+            table.add_column("description", ratio=1, min_width=min(40, width // 3))
             for r in rows:
                 table.add_row(Text(r.key), Text(r.default, style="bold" if r.required else ""),
                               Text(r.type), Text(r.description))  # Text: no markup
-            _get_rich_console().print(Panel(table, title=KEYS_TITLE, title_align="left",
+            console.print(Panel(table, title=KEYS_TITLE, title_align="left",
                                             border_style="dim"))
 
     return KeysHelpCommand
