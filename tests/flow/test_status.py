@@ -159,3 +159,44 @@ def test_an_empty_dir_or_a_missing_path_is_not_an_output_root(tmp_path: Path) ->
         assert code == 2
         assert "not_an_output_root" in out
     assert list(tmp_path.iterdir()) == []  # status writes nothing
+
+
+def test_a_step_whose_output_dir_is_locked_by_a_live_run_is_running(
+        interrupted: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from curator.locking import output_lock
+
+    root = tmp_path / "copy"
+    shutil.copytree(interrupted[0], root)
+    lock = output_lock(root / "ingested")  # what a run holds from start to end
+    lock.acquire()
+    try:
+        status = root_status(root)
+        assert _states(status)["ingest"] == "running"
+        assert status.next_commands[0].startswith("none yet: a step is running")
+    finally:
+        lock.release()
+    assert _states(root_status(root))["ingest"] == "resumable"
+
+
+def test_after_the_measure_run_the_next_command_is_the_approval(raw: Path) -> None:
+    """Run 1 of the two-run flow (profile; ingest off to keep it small): the candidate
+    policy is there, no approved policy: approve, then run the flow with the filter."""
+    root = raw.parent / "measured"
+    config = base_config(raw, root, ingest=False)
+    config["steps"]["profile"].update(signals=["word_count", "stopword_ratio"],
+                                      max_total_docs=40)
+    assert run_flow_direct(config)["status"] == "ok"
+    status = root_status(root, flow_config="measure.yaml")
+    assert _states(status)["profile"] == "finished"
+    assert status.waiting_for_approval
+    candidate = root / "profile" / "candidate_policies.yaml"
+    policy = root / "policy" / "approved_policy.yaml"
+    assert candidate.is_file() and not policy.exists()
+    assert status.next_commands[0] == (
+        f"curate approve --candidate {candidate} --out {policy} --approver NAME "
+        "--evidence TEXT --set SIGNAL=VALUE ...")
+    assert status.next_commands[1].startswith("curate flow --config measure.yaml  (profile "
+                                              "off, steps.filter.enabled: true")
+    assert any(str(root / "profile" / "profile_summary.md") in n for n in status.notes)
