@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import inspect
 import io
-import textwrap
+import sys
 import tokenize
 import types
 import typing
@@ -168,43 +168,59 @@ def _comments(model: type[BaseModel]) -> dict[str, str]:
 
 
 def _class_comments(cls: type) -> dict[str, str]:
-    try:
-        source = textwrap.dedent(inspect.getsource(cls))
-    except (OSError, TypeError):
+    parsed = _module_source(cls.__module__)
+    if parsed is None:
         return {}
-    try:
-        tree = ast.parse(source)
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (SyntaxError, tokenize.TokenError):  # pragma: no cover - it was imported
-        return {}
-    comments: dict[int, str] = {}  # line -> comment text
-    code_lines: set[int] = set()
-    for tok in tokens:
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = tok.string
-        elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
-                              tokenize.DEDENT, tokenize.ENDMARKER):
-            code_lines.add(tok.start[0])
-    alone = {line for line in comments if line not in code_lines}
-    klass = tree.body[0]
-    if not isinstance(klass, ast.ClassDef):  # pragma: no cover
+    tree, lines = parsed
+    klass = next((n for n in tree.body if isinstance(n, ast.ClassDef)
+                  and n.name == cls.__qualname__), None)
+    if klass is None:
         return {}
     out: dict[str, str] = {}
     for node in klass.body:
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
             continue
         above: list[str] = []
-        line = node.lineno - 1
-        while line in alone and comments[line].startswith("#:"):
-            above.insert(0, comments[line][2:].strip())
-            line -= 1
-        trailing = [comments[n].lstrip("#").strip()
-                    for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
-                    if n in comments and n not in alone]
-        text = _clean(" ".join(above) if above else " ".join(trailing))
-        if text:
-            out[node.target.id] = text
+        i = node.lineno - 2  # 0-based index of the line above
+        while i >= 0 and lines[i].strip().startswith("#:"):
+            above.insert(0, lines[i].strip()[2:].strip())
+            i -= 1
+        text = " ".join(above) if above else _trailing_comment(
+            lines[node.lineno - 1:node.end_lineno or node.lineno])
+        if _clean(text):
+            out[node.target.id] = _clean(text)
     return out
+
+
+def _trailing_comment(code: list[str]) -> str:
+    """The ``#`` comments on a declaration's own lines (tokenized: not a ``#`` in a
+    string)."""
+    if not any("#" in line for line in code):
+        return ""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(
+            line.strip() for line in code) + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return ""
+    return " ".join(t.string.lstrip("#").strip() for t in tokens
+                    if t.type == tokenize.COMMENT)
+
+
+@cache
+def _module_source(name: str) -> tuple[ast.Module, list[str]] | None:
+    """A module's syntax tree and lines (parsed once, whatever number of models it
+    holds)."""
+    module = sys.modules.get(name)
+    try:
+        source = inspect.getsource(module) if module is not None else None
+    except (OSError, TypeError):
+        source = None
+    if not source:
+        return None
+    try:
+        return ast.parse(source), source.splitlines()
+    except SyntaxError:  # pragma: no cover - it was imported
+        return None
 
 
 def flow_config_keys() -> list[KeyHelp]:
