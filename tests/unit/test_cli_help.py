@@ -169,3 +169,17 @@ def test_show_completion_prints_a_bash_script_in_a_real_process(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert "complete -o default -F _curate_completion curate" in done.stdout
     assert "_CURATE_COMPLETE=complete_bash" in done.stdout
+
+
+def test_the_completion_script_completes_commands_and_options() -> None:
+    """What the installed script asks ``curate`` (``_CURATE_COMPLETE=complete_bash``)."""
+    def complete(words: str) -> list[str]:
+        env = {"_CURATE_COMPLETE": "complete_bash", "COMP_WORDS": words,
+               "COMP_CWORD": str(len(words.split()) - 1)}
+        result = CliRunner().invoke(app, [], env=env, prog_name="curate")
+        assert result.exit_code == 0, result.output
+        return result.output.split()
+
+    assert complete("curate st") == ["status"]
+    assert complete("curate decon") == ["decontaminate"]
+    assert {"--config", "--set"} <= set(complete("curate filter --"))
