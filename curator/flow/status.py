@@ -69,6 +69,9 @@ class RootStatus:
     flow_error: dict[str, Any] | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)  # the plan's preflight
     waiting_for_approval: bool = False
+    #: flow_report.json is older than flow_plan.json (or absent): the last flow run has
+    #: not ended (running, paused for approval, or killed)
+    run_unfinished: bool = False
     next_commands: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -235,12 +238,14 @@ def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStat
     if report is not None:
         result.flow_status = report.get("status")
         result.flow_error = report.get("error")
-        stale = (plan is not None and (root / PLAN_NAME).stat().st_mtime_ns
-                 > (root / REPORT_NAME).stat().st_mtime_ns)
-        if stale:
+        result.run_unfinished = (plan is not None and (root / PLAN_NAME).stat().st_mtime_ns
+                                 > (root / REPORT_NAME).stat().st_mtime_ns)
+        if result.run_unfinished:
             result.notes.append(f"{REPORT_NAME} is older than {PLAN_NAME}: the last flow "
                                 "run has not ended (still running, paused for approval, or "
                                 "killed)")
+    elif plan is not None and not plan.get("dry_run"):
+        result.run_unfinished = True
     result.problems = list((plan or {}).get("problems") or [])
     _next(result, root, plan, report, flow_config)
     return result
@@ -272,9 +277,7 @@ def _next(result: RootStatus, root: Path, plan: dict[str, Any] | None,
     if profiled and candidates.is_file() and not policy.is_file() and policy_step is not None \
             and policy_step.state != "finished":
         result.waiting_for_approval = True
-        ended = report is not None and not any("older than" in n for n in result.notes)
-        paused = not ended and policy_step.enabled
-        if paused:
+        if result.run_unfinished and policy_step.enabled:
             result.notes.append("if the flow runs with approve.interactive, it is paused: "
                                 "submit the form of its paused run in the Prefect UI")
         summary = root / "profile" / "profile_summary.md"
