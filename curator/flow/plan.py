@@ -107,6 +107,7 @@ class FlowPlan:
     artifacts: dict[str, str]
     warnings: list[str] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    config_file: str | None = None  # the flow config's path, when read from a file
 
     def step(self, key: str) -> StepPlan:
         return next(s for s in self.steps if s.key == key)
@@ -114,6 +115,7 @@ class FlowPlan:
     def to_json(self, dry_run: bool) -> dict[str, Any]:
         return {
             "schema_version": 1, "output_root": str(self.root), "dry_run": dry_run,
+            "config_file": self.config_file,
             "artifacts": self.artifacts,
             "steps": [{"key": s.key, "step_id": s.step_id, "enabled": s.enabled,
                        "notes": s.notes, "config": s.config} for s in self.steps],

@@ -193,6 +193,7 @@ def start_flow(config: str | dict[str, Any], plan: bool, logger: Any) -> FlowPla
         if not isinstance(data, dict):
             raise CuratorError("config_error", f"flow config {config} is not a mapping")
     fplan = plan_flow(load_flow_config(data))
+    fplan.config_file = None if isinstance(config, dict) else str(Path(config).resolve())
     fplan.root.mkdir(parents=True, exist_ok=True)
     write_json_atomic(fplan.root / "flow_plan.json", fplan.to_json(dry_run=plan))
     for warning in fplan.warnings:
