@@ -99,7 +99,9 @@ def test_a_flow_interrupted_mid_step_is_resumable_from_its_checkpoint(
     root, config_file = interrupted
     report = json.loads((root / "ingested" / "ingest_report.json").read_text())
     assert not report["producer"].get("completed_at")  # started, not finished
-    status = root_status(root, flow_config=str(config_file))
+    plan = json.loads((root / "flow_plan.json").read_text())
+    assert plan["config_file"] == str(config_file.resolve())
+    status = root_status(root)  # the next command names the config the plan records
     ingest = status.steps[0]
     assert ingest.state == "resumable"
     assert ingest.checkpoint == str(root / "checkpoints" / "ingest")
@@ -110,8 +112,8 @@ def test_a_flow_interrupted_mid_step_is_resumable_from_its_checkpoint(
         f"curate flow --config {config_file}  (finished steps are skipped; ingest resumes "
         "from the checkpoint)"]
     # the same from a real process: exit 0, the states and the next command
-    done = subprocess.run([CURATE, "status", str(root), "--config", str(config_file)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([CURATE, "status", str(root)], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"ingest           resumable  checkpoint {root / 'checkpoints' / 'ingest'}; " \
            "[duplicate_documents]" in done.stdout
@@ -129,8 +131,8 @@ def test_without_the_checkpoint_the_failed_step_starts_afresh(
     shutil.rmtree(root / "checkpoints")
     status = root_status(root)
     assert _states(status)["ingest"] == "failed"
-    assert status.next_commands == ["curate flow --config FLOW.yaml  (finished steps are "
-                                    "skipped; ingest runs)"]
+    assert status.next_commands == [f"curate flow --config {interrupted[1]}  (finished "
+                                    "steps are skipped; ingest runs)"]
 
 
 def test_one_steps_output_dir(finished: Path, interrupted: tuple[Path, Path]) -> None:
