@@ -238,6 +238,8 @@ def status_(
         detail = ""
         if s.state == "finished":
             detail = f"completed {s.completed_at}"
+            if s.error:  # a verdict on complete artifacts (the audit's findings)
+                detail += f"; verdict [{s.error.get('error_id')}]"
         elif s.state == "resumable":
             detail = f"checkpoint {s.checkpoint}" if s.checkpoint else ""
         if s.error and s.state != "finished":

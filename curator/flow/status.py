@@ -52,6 +52,7 @@ class StepStatus:
     error: dict[str, Any] | None = None  # {error_id, message} of a failed run
     checkpoint: str | None = None  # the checkpoint directory a rerun resumes from
     checkpoint_files: int = 0  # LMDB files recording finished partitions
+    flow_report_status: str | None = None  # its status in the last flow_report.json
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -116,7 +117,7 @@ def _checkpoint_files(ckpt: Path) -> int:
         return 0
 
 
-def step_status(spec: StepSpec, config: dict[str, Any], *, local: bool = True) -> StepStatus:
+def step_status(spec: StepSpec, config: dict[str, Any]) -> StepStatus:
     """The state of one step whose (effective or planned) config is ``config``."""
     out = Path(str(config.get("output_dir") or ""))
     status = StepStatus(spec.key, spec.step_id, "not_run", str(out))
@@ -136,7 +137,7 @@ def step_status(spec: StepSpec, config: dict[str, Any], *, local: bool = True) -
     if report is not None:
         status.error = report.get("error") or {"error_id": "incomplete",
                                                "message": "no completed_at"}
-    holder = _lock_holder(out) if local else None
+    holder = _lock_holder(out)
     if holder is not None:
         status.state = "running"
         status.notes.append(f"its output directory is locked by process {holder}")
@@ -186,7 +187,8 @@ def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
                     "output_root, or a step's completion artifact): give the output_root "
                     "of curate flow or the output_dir of curate <step>")
             return _single_step(spec, root)
-    return _flow(root, plan, flow_config or "FLOW.yaml")
+    return _flow(root, plan, flow_config or str((plan or {}).get("config_file") or "")
+                 or "FLOW.yaml")
 
 
 def _single_step(spec: StepSpec, out: Path) -> RootStatus:
@@ -210,6 +212,8 @@ def _single_step(spec: StepSpec, out: Path) -> RootStatus:
 def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStatus:
     planned = {s.get("key"): s for s in (plan or {}).get("steps") or [] if isinstance(s, dict)}
     report = _read_json(root / REPORT_NAME)
+    reported = {s.get("step_id"): s.get("status") for s in (report or {}).get("steps") or []
+                if isinstance(s, dict)}
     result = RootStatus(str(root), "flow", [])
     if plan is None:
         result.notes.append(f"no {PLAN_NAME}: the steps' directories were read "
@@ -231,6 +235,10 @@ def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStat
         config["execution"] = execution
         status = step_status(spec, config)
         status.enabled = bool(entry.get("enabled")) if entry else None
+        status.flow_report_status = reported.get(spec.step_id)
+        if status.state == "finished" and status.flow_report_status == "failed":
+            status.notes.append("complete artifacts, but the last flow run reported it "
+                                "failed: its verdict failed (read its report)")
         if status.state == "finished" and status.enabled and not (out / MARKER).is_file():
             status.notes.append("artifacts complete but no done-marker: the flow runs it "
                                 "again (a failed verdict, or a run outside the flow)")
