@@ -254,6 +254,8 @@ def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStat
                                 "killed)")
     elif plan is not None and not plan.get("dry_run"):
         result.run_unfinished = True
+    if plan is not None and plan.get("dry_run"):
+        result.notes.append(f"{PLAN_NAME} is from curate flow --plan (a dry run)")
     result.problems = list((plan or {}).get("problems") or [])
     _next(result, root, plan, report, flow_config)
     return result
