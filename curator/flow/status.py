@@ -246,7 +246,8 @@ def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStat
     if report is not None:
         result.flow_status = report.get("status")
         result.flow_error = report.get("error")
-        result.run_unfinished = (plan is not None and (root / PLAN_NAME).stat().st_mtime_ns
+        result.run_unfinished = (plan is not None and not plan.get("dry_run")
+                                 and (root / PLAN_NAME).stat().st_mtime_ns
                                  > (root / REPORT_NAME).stat().st_mtime_ns)
         if result.run_unfinished:
             result.notes.append(f"{REPORT_NAME} is older than {PLAN_NAME}: the last flow "
