@@ -202,3 +202,16 @@ def test_after_the_measure_run_the_next_command_is_the_approval(raw: Path) -> No
     assert status.next_commands[1].startswith("curate flow --config measure.yaml  (profile "
                                               "off, steps.filter.enabled: true")
     assert any(str(root / "profile" / "profile_summary.md") in n for n in status.notes)
+
+
+def test_a_root_with_only_a_dry_run_plan(raw: Path) -> None:
+    root = raw.parent / "planned"
+    config_file = raw.parent / "planned.yaml"
+    config_file.write_text(yaml.safe_dump(_ingest_only(raw, root)))
+    run_flow_direct(str(config_file), plan=True)
+    status = root_status(root)
+    assert set(_states(status).values()) == {"not_run"}
+    assert not status.run_unfinished
+    assert any("--plan (a dry run)" in n for n in status.notes)
+    assert status.next_commands == [f"curate flow --config {config_file.resolve()}  "
+                                    "(finished steps are skipped; ingest runs)"]
