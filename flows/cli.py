@@ -110,7 +110,7 @@ def _keys_help(keys: Callable[[], list[KeyHelp]]) -> type[TyperCommand]:
                 table.add_row(Text(r.key), Text(r.default, style="bold" if r.required else ""),
                               Text(r.type), Text(r.description))  # Text: no markup
             console.print(Panel(table, title=KEYS_TITLE, title_align="left",
-                                            border_style="dim"))
+                                border_style="dim"))
 
     return KeysHelpCommand
 
@@ -234,7 +234,7 @@ def status_(
     typer.echo(f"{result.path}: {kind}"
                + (f"; last flow run: {result.flow_status}" if result.flow_status else ""))
     for s in result.steps:
-        enabled = {True: "", False: "  (disabled in the plan)", None: ""}[s.enabled]
+        enabled = "  (disabled in the plan)" if s.enabled is False else ""
         detail = ""
         if s.state == "finished":
             detail = f"completed {s.completed_at}"
