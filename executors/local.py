@@ -9,6 +9,7 @@ import os
 import signal
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
@@ -96,8 +97,16 @@ class LocalExecutor(Executor):
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
         assert self._pool is not None and self._chain is not None, "start() first"
-        with _safe_path():  # the pool spawns its workers in submit()
-            return self._pool.submit(_run, *self._chain, task)
+        try:
+            with _safe_path():  # the pool spawns its workers in submit()
+                return self._pool.submit(_run, *self._chain, task)
+        except BrokenProcessPool as exc:
+            # a worker died since the engine last looked (killed, out of memory): this
+            # unit fails like the ones that were running, and the run stops with
+            # partition_failed and its report, not with the pool's traceback
+            failed: cf.Future[UnitResult] = cf.Future()
+            failed.set_exception(exc)
+            return failed
 
     def stop(self, abandon: bool = False) -> None:
         if self._chain is not None:

@@ -90,3 +90,37 @@ def test_a_killed_pool_worker_fails_the_run_cleanly_and_the_rerun_resumes(
     assert spec.is_complete(case.cfg)
     assert data_files(case.out) == data_files(tmp_path / "clean")
     assert leftovers(case.out) == []
+
+
+def test_a_pool_broken_between_two_runs_fails_the_next_with_an_error_id(
+        tmp_path: Path) -> None:
+    """The kept pool's worker is killed after a run: the next run's first ``submit``
+    meets the broken pool. It used to raise ``BrokenProcessPool`` out of the engine (a
+    traceback, exit 1; seen once in the killed-worker test above, when the worker died
+    between two submits); the unit now fails like a running one: ``partition_failed``."""
+    import json
+
+    from curator.errors import CuratorError
+    from curator.io import JsonlReader, JsonlWriter
+    from curator.pipeline import Pipeline
+    from executors import LocalExecutor
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for f in range(3):
+        (src / f"{f}.jsonl").write_text(json.dumps({"text": f"doc {f}"}) + "\n")
+    with LocalExecutor(workers=1) as executor:
+        Pipeline("first", [JsonlReader(file_paths=str(src)),
+                           JsonlWriter(path=str(tmp_path / "out1"))]).run(executor=executor)
+        for pid in list(executor._pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not executor._broken():
+            assert time.monotonic() < deadline, "the pool never noticed its dead worker"
+            time.sleep(0.05)
+        with pytest.raises(CuratorError) as raised:
+            Pipeline("second", [JsonlReader(file_paths=str(src)),
+                                JsonlWriter(path=str(tmp_path / "out2"))]).run(
+                executor=executor)
+    assert raised.value.error_id == "partition_failed"
+    assert "BrokenProcessPool" in raised.value.message
