@@ -161,6 +161,16 @@ def shared_counts(mine, doc_hashes, doc_offsets, docs):  # pragma: no cover - co
     return out
 
 
+def _code_points(text: str) -> np.ndarray:
+    """``text``'s code points as an array: 16-bit when none is astral (the common case:
+    encoding is about 2.5x faster than to 32 bits, and the kernel reads half the bytes),
+    else 32-bit. A lone surrogate is one unit either way (``surrogatepass``)."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    if len(data) == 2 * len(text):
+        return np.frombuffer(data, dtype=np.uint16)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
 class CandidateWindows:
     """The kernel with its reusable output buffers (one per worker)."""
 
@@ -179,8 +189,7 @@ class CandidateWindows:
         normalised) that may be an index key, in document and position order."""
         prepared = [_prepare(t, self.n) for t in texts]
         lengths = np.fromiter((len(t) for t in prepared), dtype=np.int64, count=len(texts))
-        units = np.frombuffer("".join(prepared).encode("utf-32-le", "surrogatepass"),
-                              dtype=np.uint32)
+        units = _code_points("".join(prepared))
         if len(units) > len(self._doc):  # reused: fresh pages are costly on some hosts
             size = max(len(units), 2 * len(self._doc))
             self._doc = np.empty(size, np.int64)

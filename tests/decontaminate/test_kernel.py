@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from curator.decontamination.index import build_index
-from curator.decontamination.kernel import CandidateWindows, shared_counts
+from curator.decontamination.kernel import CandidateWindows, _code_points, shared_counts
 from curator.decontamination.text import (
     Normalization,
     Shingling,
@@ -84,3 +84,18 @@ def test_shared_counts_counts_each_holdout_documents_hashes_in_mine() -> None:
     want = [len(set(docs[h].tolist()) & set(mine.tolist())) for h in which]
     assert shared_counts(mine, flat, offsets, which).tolist() == want
     assert shared_counts(mine[:0], flat, offsets, which).tolist() == [0] * len(which)
+
+
+@pytest.mark.parametrize("flags", [(True, True, True, True), (False, False, False, False)])
+def test_a_batch_without_astral_code_points_runs_on_16_bit_units(flags: tuple[bool, ...]
+                                                                 ) -> None:
+    bmp = [t for t in HOSTILE if all(ord(c) < 0x10000 for c in t)]
+    assert len(bmp) < len(HOSTILE) and any(0xD800 <= ord(c) < 0xE000 for c in "".join(bmp))
+    assert _code_points("".join(bmp)).dtype == np.uint16
+    assert _code_points("a😀").dtype == np.uint32
+    assert _code_points("\ud83d\ude00").tolist() == [0xD83D, 0xDE00]  # two lone halves
+    n = Normalization(*flags)
+    doc, hashes = CandidateWindows(n, 7, ALL_BITS)(bmp)
+    units, lengths = char_units([normalize(t, n) for t in bmp])
+    want, want_doc = unit_hashes(units, lengths, 7)
+    assert np.array_equal(doc, want_doc) and np.array_equal(hashes, want)
