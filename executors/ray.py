@@ -34,7 +34,7 @@ LOCAL_INIT_DEFAULTS: dict[str, Any] = {
 
 
 @contextlib.contextmanager
-def _not_in_the_working_directory() -> Any:
+def outside_the_working_directory() -> Any:
     """Connect from ``/``, not from the working directory.
 
     A Ray driver adds its working directory to every worker's ``sys.path``, ahead of
@@ -177,7 +177,7 @@ class RayExecutor(Executor):
                 kwargs = {**LOCAL_INIT_DEFAULTS, **kwargs}
                 if self.workers:  # room for ``workers`` units of this run at once
                     kwargs.setdefault("num_cpus", math.ceil(self.workers * need.cpus))
-            with _not_in_the_working_directory():
+            with outside_the_working_directory():
                 ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
             self._owned = True
         else:

@@ -58,7 +58,12 @@ from curator.flow.run import run_flow, start_flow
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 from curator.tasks import Task
-from executors.ray import LOCAL_INIT_DEFAULTS, RayExecutor, _keep_local_ray_on_loopback
+from executors.ray import (
+    LOCAL_INIT_DEFAULTS,
+    RayExecutor,
+    _keep_local_ray_on_loopback,
+    outside_the_working_directory,
+)
 from flows.pipeline_flow import _PrefectHooks
 from flows.step_config import step_config
 from flows.steps import make_step_flow
@@ -80,6 +85,12 @@ class CurateRayTaskRunner(RayTaskRunner):
     """
 
     def __enter__(self) -> Self:
+        # connect from / (executors.ray.outside_the_working_directory): the driver's
+        # working directory would otherwise go on every Ray worker's sys.path
+        with outside_the_working_directory():
+            return self._enter()
+
+    def _enter(self) -> Self:
         if ray.is_initialized():
             return super().__enter__()
         address = self.address or os.environ.get("RAY_ADDRESS") or None
