@@ -227,10 +227,11 @@ def parent(path: str) -> str:
 
 
 @contextlib.contextmanager
-def store_errors(what: str, remote: bool) -> Iterator[None]:
+def store_errors(what: str, remote: bool, **details: object) -> Iterator[None]:
     """With ``remote``: the store's own errors raised inside (credentials, permissions,
     network, an object gone since it was listed) become ``object_storage_error``
-    naming ``what``; a :class:`CuratorError` passes unchanged. Without: nothing."""
+    naming ``what`` (``details``: the error's, e.g. ``url``); a :class:`CuratorError`
+    passes unchanged. Without: nothing."""
     if not remote:
         yield
         return
@@ -240,7 +241,7 @@ def store_errors(what: str, remote: bool) -> Iterator[None]:
         raise
     except Exception as exc:
         raise CuratorError("object_storage_error",
-                           f"{what}: {type(exc).__name__}: {exc}") from exc
+                           f"{what}: {type(exc).__name__}: {exc}", **details) from exc
 
 
 def put_file(local: str | os.PathLike[str], url: str) -> None:

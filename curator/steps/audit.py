@@ -208,27 +208,15 @@ class AuditRun(StepRun):
     def _objects(self, pattern: str, key: str) -> list[str]:
         """The objects a URL glob matches (none is fine); the store's errors are
         ``object_storage_error``."""
-        try:
+        with storage.store_errors(f"{key}: cannot list {pattern!r}", True, url=pattern):
             return storage.glob(pattern)
-        except CuratorError:
-            raise
-        except Exception as exc:  # the store's own errors: credentials, permissions
-            raise CuratorError("object_storage_error",
-                               f"{key}: cannot list {pattern!r}: {type(exc).__name__}: {exc}",
-                               url=pattern) from exc
 
     def _read_manifest(self) -> None:
         path = self.config.declared_manifest
         if path is None:
             return
-        try:
+        with storage.store_errors(f"declared_manifest {path!r}", True, url=path):
             found = storage.is_file_at(path)  # a local file or an object
-        except CuratorError:
-            raise
-        except Exception as exc:  # the store's own errors: credentials, permissions
-            raise CuratorError("object_storage_error",
-                               f"declared_manifest {path!r}: {type(exc).__name__}: {exc}",
-                               url=path) from exc
         if not found:
             raise CuratorError("declared_manifest_not_found",
                                f"declared_manifest {path!r} does not exist")
