@@ -31,7 +31,9 @@ def _stripped_windows(units, starts, lengths, keep, known, k, p, pk1, bitmap, sh
                       out_doc, out_hash):  # pragma: no cover - compiled
     """:func:`_candidate_windows` for the default normalisation (punctuation stripped,
     whitespace collapsed), with one branch per character instead of a loop: about
-    twice as fast. ``-1`` when a code point is not yet in the tables (``known``)."""
+    twice as fast. ``-1`` when a code point is not yet in the tables (``known``). The
+    roll is written out twice (the owed space, then the unit) for the reason
+    :func:`_candidate_windows` gives."""
     n = 0
     ring = np.zeros(k, np.uint64)
     one, mix, space = np.uint64(1), FILTER_MIX, _SPACE

@@ -95,7 +95,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 @pytest.fixture(scope="module")
 def ray_run(prefect_api: str, cluster: dict[str, Any],
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from prefect.deployments import run_deployment
 
     seconds: dict[str, float] = {}
     since = time.monotonic()
@@ -106,38 +105,12 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
     # the demo deployment's override makes it ray; the file says local, as the demo's does
     config.write_text(yaml.safe_dump(_ingest_config(raw, tmp / "ray", "local")))
 
-    from prefect.exceptions import ObjectNotFound
-
     # test_deploy_worker's `prefect deploy --all` of the same file, earlier in the session
     # (an in-memory server), deployed it already; run alone, this module deploys it
-    with _client() as client:
-        try:
-            deployment = client.read_deployment_by_name(DEPLOYMENT)
-        except ObjectNotFound:
-            _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
-            out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
-                           "--name", "ingest_flow/ray-cluster")
-            assert f"Deployment '{DEPLOYMENT}' successfully" in out, out
-            deployment = client.read_deployment_by_name(DEPLOYMENT)
+    deployment = _deployed(DEPLOYMENT, "ingest_flow/ray-cluster")
     seconds["corpus, pool and deploy"], since = time.monotonic() - since, time.monotonic()
-    env = {**deployment.job_variables["env"], **cluster["env"],
-           "RAY_ADDRESS": cluster["address"]}
-    flow_run = run_deployment(DEPLOYMENT, timeout=0, parameters={"config": str(config)},
-                              job_variables={"env": env})
-
-    log_path = tmp / "worker.log"
-    with log_path.open("wb") as log:
-        worker = subprocess.Popen(
-            [*_prefect_cmd(), "worker", "start", "--pool", POOL, "--run-once"],
-            cwd=tmp, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO",
-                          "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            worker.wait(timeout=WORKER_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            _reap(worker)
+    flow_run, log_path = _run_on_cluster(DEPLOYMENT, deployment, config, cluster, tmp,
+                                         WORKER_TIMEOUT)
     final = _wait_final([flow_run.id])[flow_run.id]
     seconds["worker run on the cluster"], since = time.monotonic() - since, time.monotonic()
 
@@ -151,6 +124,48 @@ def ray_run(prefect_api: str, cluster: dict[str, Any],
     seconds["process-pool run"] = time.monotonic() - since
     yield {"seconds": seconds, "run": final, "deployment": deployment, "ray_out": tmp / "ray",
            "pool_out": pool_out, "log": log_path.read_text(errors="replace")}
+
+
+def _deployed(name: str, entry: str) -> Any:
+    """The deployment ``name``, deployed from ``deployments/prefect.yaml``'s ``entry``
+    when the server does not have it yet."""
+    from prefect.exceptions import ObjectNotFound
+
+    with _client() as client:
+        try:
+            return client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
+            out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
+                           "--name", entry)
+            assert f"Deployment '{name}' successfully" in out, out
+            return client.read_deployment_by_name(name)
+
+
+def _run_on_cluster(name: str, deployment: Any, config: Path, cluster: dict[str, Any],
+                    tmp: Path, timeout: float) -> tuple[Any, Path]:
+    """Run deployment ``name`` on ``config`` through a one-shot process worker whose run
+    joins the cluster (``RAY_ADDRESS``): ``(the flow run, the worker's log)``."""
+    from prefect.deployments import run_deployment
+
+    env = {**deployment.job_variables["env"], **cluster["env"],
+           "RAY_ADDRESS": cluster["address"]}
+    flow_run = run_deployment(name, timeout=0, parameters={"config": str(config)},
+                              job_variables={"env": env})
+    log_path = tmp / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [*_prefect_cmd(), "worker", "start", "--pool", POOL, "--run-once"],
+            cwd=tmp, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO",
+                          "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            worker.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _reap(worker)
+    return flow_run, log_path
 
 
 def _explain(ray_run: dict[str, Any]) -> str:
@@ -423,8 +438,6 @@ def flow_on_cluster(prefect_api: str, cluster: dict[str, Any],
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """``curate-flow/ray-cluster`` (ingest, profile) through a worker on the cluster, and
     the same flow config on the process pool, without Prefect."""
-    from prefect.deployments import run_deployment
-    from prefect.exceptions import ObjectNotFound
 
     from flows.direct import run_flow_direct
     from tests.flow._support import base_config, demo_corpus
@@ -440,33 +453,10 @@ def flow_on_cluster(prefect_api: str, cluster: dict[str, Any],
     root = tmp / "root"
     config.write_text(yaml.safe_dump(
         base_config(raw, root, executor={"executor": "local", "workers": 2})))
-    with _client() as client:
-        try:
-            deployment = client.read_deployment_by_name(FLOW_DEPLOYMENT)
-        except ObjectNotFound:
-            _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
-            out = _prefect("deploy", "--prefect-file", "deployments/prefect.yaml",
-                           "--name", "curate_flow/ray-cluster")
-            assert f"Deployment '{FLOW_DEPLOYMENT}' successfully" in out, out
-            deployment = client.read_deployment_by_name(FLOW_DEPLOYMENT)
+    deployment = _deployed(FLOW_DEPLOYMENT, "curate_flow/ray-cluster")
     seconds["corpus and deploy"], since = time.monotonic() - since, time.monotonic()
-    env = {**deployment.job_variables["env"], **cluster["env"],
-           "RAY_ADDRESS": cluster["address"]}
-    flow_run = run_deployment(FLOW_DEPLOYMENT, timeout=0, parameters={"config": str(config)},
-                              job_variables={"env": env})
-    log_path = tmp / "worker.log"
-    with log_path.open("wb") as log:
-        worker = subprocess.Popen(
-            [*_prefect_cmd(), "worker", "start", "--pool", POOL, "--run-once"],
-            cwd=tmp, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO",
-                          "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            worker.wait(timeout=2 * WORKER_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            _reap(worker)
+    flow_run, log_path = _run_on_cluster(FLOW_DEPLOYMENT, deployment, config, cluster,
+                                         tmp, 2 * WORKER_TIMEOUT)
     final = _wait_final([flow_run.id])[flow_run.id]
     seconds["worker run of the flow on the cluster"], since = \
         time.monotonic() - since, time.monotonic()

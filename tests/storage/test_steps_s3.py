@@ -118,8 +118,11 @@ def test_profile_s3_to_s3_writes_the_bytes_of_a_local_run(
     assert published[-1] == "profile_report.json"
 
 
-def test_decontamination_s3_to_s3_writes_the_bytes_of_a_local_run(
-        world: Path, s3_server: str, bucket: str, tmp_path: Path) -> None:
+def _decontaminated_locally_and_uploaded(world: Path, s3_server: str, bucket: str,
+                                         tmp_path: Path) -> tuple[dict, Path, Path, Path]:
+    """The decontamination world run locally (inline: the reference bytes) and its
+    training and holdout files uploaded to ``train/`` and ``holdout/``:
+    ``(keys, train, holdout, the local output)``."""
     train, holdout = decontamination_world(world / "decon")
     keys = {**KEYS["decontamination"][0], "partition_size": _largest(train)}
     local = tmp_path / "decon"
@@ -128,6 +131,13 @@ def test_decontamination_s3_to_s3_writes_the_bytes_of_a_local_run(
         execution=INLINE))
     upload_dir(s3_server, train, bucket, "train")
     upload_dir(s3_server, holdout, bucket, "holdout")
+    return keys, train, holdout, local
+
+
+def test_decontamination_s3_to_s3_writes_the_bytes_of_a_local_run(
+        world: Path, s3_server: str, bucket: str, tmp_path: Path) -> None:
+    keys, train, holdout, local = _decontaminated_locally_and_uploaded(
+        world, s3_server, bucket, tmp_path)
     url = f"s3://{bucket}/decon"
     report = run_decontamination(DecontaminationConfig(
         **keys, train_glob=f"s3://{bucket}/train", holdout_glob=f"s3://{bucket}/holdout",
@@ -244,14 +254,8 @@ def test_on_the_process_pool_decontamination_and_subset_publish_the_same_bytes(
     themselves and write into the local copy; the published bytes are a local inline
     run's."""
     pool = {"executor": "local", "workers": 2, "checkpoint_path": str(tmp_path / "ckpt")}
-    train, holdout = decontamination_world(world / "decon")
-    keys = {**KEYS["decontamination"][0], "partition_size": _largest(train)}
-    local = tmp_path / "decon"
-    run_decontamination(DecontaminationConfig(
-        **keys, train_glob=str(train), holdout_glob=str(holdout), output_dir=str(local),
-        execution=INLINE))
-    upload_dir(s3_server, train, bucket, "train")
-    upload_dir(s3_server, holdout, bucket, "holdout")
+    keys, train, holdout, local = _decontaminated_locally_and_uploaded(
+        world, s3_server, bucket, tmp_path)
     url = f"s3://{bucket}/decon"
     run_decontamination(DecontaminationConfig(
         **keys, train_glob=f"s3://{bucket}/train", holdout_glob=f"s3://{bucket}/holdout",
