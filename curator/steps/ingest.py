@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from pydantic import Field, PositiveInt
 
 from curator.artifacts import file_digest
-from curator.config import StepConfig
+from curator.config import CorpusStepConfig
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.ingest.dedup import resolve_duplicates
@@ -58,7 +58,7 @@ STAGING = ".staging"
 SCHEMA_VERSION = 2
 
 
-class IngestConfig(StepConfig):
+class IngestConfig(CorpusStepConfig):
     """Configuration of ``curate ingest`` (keys and defaults of the reference)."""
 
     input: str | list[str]

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator.config import StepConfig
+from curator.config import CorpusStepConfig
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
@@ -44,6 +44,7 @@ from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.io import storage
+from curator.io.parquet_export import shard_order
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.pipeline import PipelineResult
@@ -87,7 +88,7 @@ class SubsetTokenizer(BaseModel):
     revision: str | None = None
 
 
-class SubsetConfig(StepConfig):
+class SubsetConfig(CorpusStepConfig):
     """Configuration of ``curate subset`` (the reference's keys; see docs/subset.md)."""
 
     input_glob: str | list[str]
@@ -222,6 +223,11 @@ class SubsetRun(StepRun):
 
     def tier_dirs(self) -> list[str]:
         return [tier_dir(b, self.unit) for b in self.budgets]
+
+    def corpus_files(self) -> list[Path]:
+        """Every tier's shards, tier by tier (each tier is a corpus of its own)."""
+        return [p for d in self.tier_dirs()
+                for p in shard_order((self.out / d).glob("part_*.jsonl"))]
 
     # -- the straight line -------------------------------------------------------------
     def refuse(self) -> None:
