@@ -20,6 +20,7 @@ from pathlib import Path
 
 from curator.audit.checks import Block
 from curator.audit.decontamination import check_decontamination
+from curator.audit.parquet import check_parquet_copy, has_parquet_copy
 from curator.audit.subset import check_subset
 
 
@@ -30,12 +31,19 @@ class ArtifactKind:
     name: str  # its block in audit_report.json ``steps``: the step's key
     artifact: str  # the completion artifact's file name (``subset_report.json``)
     check: Callable[[Path], Block]  # the artifact's path -> (block, findings)
+    #: whether an artifact found by name is one this kind proves (default: every one)
+    applies: Callable[[Path], bool] = lambda path: True
 
 
 #: one entry per audited step kind, in flow order; a step adds its line here
 KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("decontamination", "decontamination_report.json", check_decontamination),
     ArtifactKind("subset", "subset_report.json", check_subset),
+    # the Parquet copy of a corpus (``output_format: jsonl+parquet``), where one is listed
+    *(ArtifactKind(f"parquet:{step}", artifact, check_parquet_copy, has_parquet_copy)
+      for step, artifact in (("ingest", "ingest_report.json"), ("filter", "run_manifest.json"),
+                             ("decontamination", "decontamination_report.json"),
+                             ("subset", "subset_report.json"))),
 )
 
 
@@ -45,5 +53,5 @@ def found(root: Path) -> list[tuple[ArtifactKind, Path]]:
     out: list[tuple[ArtifactKind, Path]] = []
     for kind in KINDS:
         paths = [root / kind.artifact, *sorted(root.glob(f"*/{kind.artifact}"))]
-        out.extend((kind, p) for p in paths if p.is_file())
+        out.extend((kind, p) for p in paths if p.is_file() and kind.applies(p))
     return out

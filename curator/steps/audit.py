@@ -178,7 +178,7 @@ class AuditRun(StepRun):
             if not self.kinds:
                 raise CuratorError("nothing_to_audit",
                                    f"output_root {cfg.output_root!r} holds no filter output "
-                                   f"and none of {[k.artifact for k in KINDS]}")
+                                   f"and none of {sorted({k.artifact for k in KINDS})}")
             return
         self.target = self._resolve(cfg.target_glob, "target_glob")
         if not self.target:

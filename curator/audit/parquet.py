@@ -1,0 +1,153 @@
+"""The audit's checker of a step's Parquet copy (``output_format: jsonl+parquet``).
+
+A corpus-writing step's completion artifact lists, under ``parquet``, each Parquet file
+with the JSONL shard it copies, its rows and its sha256. Proved from disk, without the
+code that wrote it (``curator.io.parquet_export`` is not imported; pyarrow reads the
+files, orjson the shards):
+
+- every listed file exists inside the artifact's directory (``parquet_copy_missing``;
+  a name that leaves the directory is ``parquet_path_outside_output`` and is not read);
+- its sha256 is the listed one (``parquet_digest_mismatch``);
+- it has the listed rows, and as many as its JSONL shard has records
+  (``parquet_row_count_mismatch``);
+- each row is its shard's record, in order: every field's value, with the fields listed
+  in ``json_columns`` read back from their JSON text (``parquet_records_differ``, with
+  the first rows that differ);
+- no Parquet file under the copy's folder is unlisted (``parquet_unlisted_file``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow.parquet as pq
+
+from curator.audit.checks import EXAMPLES, Block, Finding, finding
+
+
+def has_parquet_copy(path: Path) -> bool:
+    """Whether a completion artifact lists a Parquet copy (the checker applies)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("parquet"), dict)
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def _equal(got: Any, want: Any) -> bool:
+    """A Parquet value against the record's: numbers may widen, a struct's extra fields
+    are null, nothing else may differ (a string is never a number)."""
+    if want is None or got is None:
+        return want is None and got is None
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(_equal(got.get(k), want.get(k))
+                                             for k in {*got, *want})
+    if isinstance(want, list):
+        return (isinstance(got, list) and len(got) == len(want)
+                and all(_equal(g, w) for g, w in zip(got, want, strict=True)))
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(got) is type(want) and got == want
+    if isinstance(want, int | float) and isinstance(got, int | float):
+        return got == want or (isinstance(want, float) and math.isnan(want)
+                               and isinstance(got, float) and math.isnan(got))
+    return type(got) is type(want) and got == want
+
+
+def _inside(root: Path, name: Any) -> Path | None:
+    if not isinstance(name, str) or not name:
+        return None
+    path = (root / name).resolve()
+    return path if path.is_relative_to(root.resolve()) else None
+
+
+def _records(path: Path) -> list[Any]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _differing_rows(copy: Path, shard: Path, json_columns: set[str]) -> list[int]:
+    rows = pq.read_table(copy).to_pylist()
+    records = _records(shard)
+    bad = []
+    for i, (row, rec) in enumerate(zip(rows, records, strict=False)):
+        if not isinstance(rec, dict) or not set(rec) <= set(row):
+            bad.append(i)
+            continue
+        for key, got in row.items():
+            if key in json_columns and got is not None:
+                try:
+                    got = orjson.loads(got)
+                except orjson.JSONDecodeError:
+                    bad.append(i)
+                    break
+            if not _equal(got, rec.get(key)):
+                bad.append(i)
+                break
+        if len(bad) >= EXAMPLES:
+            break
+    return bad
+
+
+def check_parquet_copy(path: Path) -> Block:
+    """Prove the Parquet copy a completion artifact lists (module docstring)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    block_in = data.get("parquet") or {}
+    root = path.parent
+    findings: list[Finding] = []
+    json_columns = set(block_in.get("json_columns") or [])
+    listed: set[Path] = set()
+    rows_total = 0
+    entries = block_in.get("shards") or []
+    for entry in entries:
+        copy, shard = _inside(root, entry.get("name")), _inside(root, entry.get("from"))
+        if copy is None or shard is None:
+            findings.append(finding("parquet_path_outside_output",
+                                    f"{entry.get('name')!r} / {entry.get('from')!r}: a "
+                                    f"listed path leaves {root}; not read"))
+            continue
+        listed.add(copy)
+        if not copy.is_file() or not shard.is_file():
+            missing = copy if not copy.is_file() else shard
+            findings.append(finding("parquet_copy_missing", f"{missing} is listed but absent"))
+            continue
+        if _sha(copy) != entry.get("sha256"):
+            findings.append(finding("parquet_digest_mismatch",
+                                    f"{copy.name}: sha256 differs from the listed one"))
+        try:
+            rows = pq.ParquetFile(copy).metadata.num_rows
+            records = len(_records(shard))
+        except (OSError, ValueError) as exc:  # pyarrow's errors derive from both
+            findings.append(finding("parquet_records_differ",
+                                    f"{copy.name} or {shard.name} cannot be read: {exc}"))
+            continue
+        rows_total += rows
+        if not rows == records == entry.get("rows"):
+            findings.append(finding("parquet_row_count_mismatch",
+                                    f"{copy.name}: {rows} rows, {records} records in "
+                                    f"{shard.name}, {entry.get('rows')} listed"))
+            continue
+        bad = _differing_rows(copy, shard, json_columns)
+        if bad:
+            findings.append(finding("parquet_records_differ",
+                                    f"{copy.name}: rows {bad} differ from {shard.name}",
+                                    rows=bad))
+    folder = _inside(root, block_in.get("dir") or "parquet")
+    if folder is not None and folder.is_dir():
+        for extra in sorted(p for p in folder.rglob("*.parquet") if p.resolve() not in listed):
+            findings.append(finding("parquet_unlisted_file",
+                                    f"{extra} is in the copy's folder but not listed"))
+    block = {"files": len(entries), "rows": rows_total,
+             "listed_rows": block_in.get("rows"), "json_columns": sorted(json_columns)}
+    return block, findings
