@@ -202,6 +202,10 @@ def _subset(out: Path) -> None:
               f"{tier_share:6.1%}")
     print(f"nesting verified: {report['nesting_verified']}; warnings: "
           f"{sorted({w['id'] for w in report['warnings']}) or 'none'}")
+    copy = report.get("parquet")
+    if copy:
+        print(f"parquet      {len(copy['shards'])} files, {copy['rows']} rows under "
+              f"{out / copy['dir']}  (pl.read_parquet / datasets.load_dataset(\"parquet\"))")
 
 
 def _decontamination(out: Path, holdout: Path) -> None:
