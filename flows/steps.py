@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import Flow, flow, get_run_logger
@@ -20,6 +22,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from curator.artifacts import readable_table
+from curator.errors import CuratorError
+from curator.io import storage
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 from flows.prefect_logging import engine_logs_to_prefect
@@ -62,20 +66,57 @@ def make_step_flow(
 
 def publish(spec: StepSpec, config: dict[str, Any], since: float) -> None:
     """The step's report as Prefect artifacts: ``<key>-report`` (markdown) and
-    ``<key>-<table>``, floats to 3 significant digits (the files keep every digit). A
-    file an earlier run left (a refusal writes none) is skipped."""
-    path = spec.completion_path(config)
-    if path is None or not path.is_file() or path.stat().st_mtime < since - 0.01:
+    ``<key>-<table>``, floats to 3 significant digits (the files keep every digit), for
+    a local ``output_dir`` and for one on a bucket alike (the completion artifact is
+    read through :meth:`StepSpec.read_result`). A report an earlier run left (a refusal
+    writes none) is skipped: see :func:`written_since`."""
+    where = spec.completion_location(config)
+    if where is None:
         return
-    report = spec.read_result(config)
-    if report is None:
+    try:
+        report = spec.read_result(config)
+    except CuratorError as exc:  # the store failed: never mask the step's own outcome
+        get_run_logger().warning("%s: the report at %s was not read for the Prefect "
+                                 "artifacts: %s", spec.step_id, where, exc.message)
+        return
+    if report is None or not written_since(where, report, since):
         return
     shown = spec.rendered(report)
+    name = where.rstrip("/").rsplit("/", 1)[-1]
     create_markdown_artifact(markdown=shown.markdown, key=f"{spec.key}-report",
-                             description=f"{spec.step_id}: {path.name}")
+                             description=f"{spec.step_id}: {name}")
     for key, rows in published_tables(spec, shown.tables).items():
         create_table_artifact(table=rows, key=key,
                               description=f"{spec.step_id}: {key.removeprefix(spec.key + '-')}")
+
+
+def written_since(where: str, report: dict[str, Any], since: float) -> bool:
+    """Whether the completion artifact at ``where`` was written by the run that began at
+    ``since`` (``time.time()`` in this process), not left by an earlier one.
+
+    A local file: its mtime (this machine's clock, nanoseconds), as always. An object:
+    the report's own ``producer.started_at``, which :class:`~curator.steps.base.StepRun`
+    stamps when the run begins, in this process (the driver, also with Ray), after
+    ``since``. That is used rather than the object's modification time because the
+    latter is the store's clock (skewed against this machine's by any amount), its name
+    and form differ by store (``LastModified``, ``updated``, ``mtime``; some give none),
+    and reading it costs one more request. ``started_at`` has a resolution of one
+    second, so it is compared with ``since`` truncated to the second: a report is
+    wrongly taken only if an earlier run both started and ended within the second in
+    which this one began and this one then wrote nothing (a refusal)."""
+    if not storage.is_remote(where):
+        try:
+            return Path(where).stat().st_mtime >= since - 0.01
+        except OSError:
+            return False
+    started = (report.get("producer") or {}).get("started_at")
+    try:
+        began = datetime.fromisoformat(str(started))
+    except ValueError:
+        return False  # no producer block: not written by a run of this version
+    if began.tzinfo is None:
+        return False
+    return began >= datetime.fromtimestamp(int(since), UTC)
 
 
 def published_tables(spec: StepSpec, tables: dict[str, list[dict[str, Any]]]

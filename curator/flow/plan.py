@@ -311,27 +311,39 @@ def _check_approval(plan: FlowPlan, config: FlowConfig, enabled: set[str],
 
 def set_extra(step: StepPlan) -> None:
     """What a step's result depends on besides its config: the files it reads (path,
-    size, mtime: a raw file that arrived later, or shards an upstream step rewrote, make
-    it not done) and the bytes of the files its spec names (the filter's policy)."""
+    size and version: a raw file that arrived later, or shards an upstream step rewrote,
+    make it not done) and what the files its spec names hold (the filter's policy).
+
+    A local file's version is its mtime; an object's (``s3://``, any fsspec URL) is its
+    ETag, else its modification time (:func:`curator.io.storage.version`, from the
+    listing just made): a rewritten input object makes the step run again. A file
+    ``depends_on`` names is hashed when local; an object is its size and ETag (read
+    once by the step itself, not downloaded again to plan)."""
     source = step.config.get(step.spec.input_key)
     try:
         files = resolve_input_files(source) if source else []
     except CuratorError:
         files = []
-    out = Path(step.output_dir).resolve() if step.output_dir else None
+    out = step.output_dir
     inputs = []
     for name in files:
-        path = Path(name)
-        if out is not None and path.is_relative_to(out):
+        if out and storage.within(name, out):
             continue  # the step's own output is not its input
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        inputs.append([name, st.st_size, st.st_mtime_ns])
-    depends = {name: file_digest(name) if Path(name).is_file() else None
+        size, version = _version(name)
+        if size is None:
+            continue  # gone since it was listed
+        inputs.append([name, size, version])
+    depends = {name: (list(_version(name)) if storage.is_remote(name)
+                      else file_digest(name) if Path(name).is_file() else None)
                for name in step.spec.depends_on(step.config)}
     step.extra = canonical_digest({"inputs": inputs, "depends_on": depends})
+
+
+def _version(name: str) -> tuple[int | None, str | int | None]:
+    """:func:`curator.io.storage.version`, the store's errors (credentials, network)
+    reported as ``object_storage_error``."""
+    with storage.store_errors(f"cannot look up {name}", storage.is_remote(name), url=name):
+        return storage.version(name)
 
 
 def step_is_done(step: StepPlan) -> bool:

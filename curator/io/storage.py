@@ -173,7 +173,9 @@ def is_file_at(path: str) -> bool:
 def version(path: str) -> tuple[int | None, str | int | None]:
     """``(size, version)`` of a local file (its mtime in ns) or of an object (its ETag,
     else its last-modified time), ``(None, None)`` when it is gone: what tells a changed
-    input from the same one (a changed file is read again, never resumed)."""
+    input from the same one (a changed file is read again, never resumed; ``curate
+    flow``'s done-check runs a step whose input changed again). An object's comes from
+    the listing cache when a listing has just filled it, else from one HEAD."""
     if not is_remote(path):
         try:
             st = os.stat(path)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.config import StepConfig
+from curator.io import storage
 
 #: ``(error_id, message)``: one problem a preflight found.
 Problem = tuple[str, str]
@@ -122,20 +123,45 @@ class StepSpec:
     def flow_name(self) -> str:
         return f"curate-{self.key}"
 
-    def completion_path(self, config: dict[str, Any]) -> Path | None:
+    def completion_location(self, config: dict[str, Any]) -> str | None:
+        """Where its completion artifact is: a local path, or an object's URL when
+        ``output_dir`` is one (``s3://b/out/ingest_report.json``). An absolute
+        ``completion_name`` (the filter's ``emit_manifest``) is a local path, always."""
         name = self.completion_name(config)
         out = config.get("output_dir")
         if name is None or out is None:
             return None
-        path = Path(name)
-        return path if path.is_absolute() else Path(out) / path
+        if Path(name).is_absolute():
+            return str(name)
+        if storage.is_remote(out):
+            return storage.join(str(out), str(name))
+        return str(Path(out) / name)
+
+    def completion_path(self, config: dict[str, Any]) -> Path | None:
+        """:meth:`completion_location` as a local :class:`Path`; ``None`` for an object
+        (a URL is no local path: read it with :meth:`read_result`)."""
+        where = self.completion_location(config)
+        return None if where is None or storage.is_remote(where) else Path(where)
 
     def read_result(self, config: dict[str, Any]) -> dict[str, Any] | None:
-        """Its completion artifact as written, or ``None``."""
-        path = self.completion_path(config)
+        """Its completion artifact as written (a local file, or the object on a bucket
+        read through :mod:`curator.io.storage`), or ``None`` when there is none. The
+        store's own errors (credentials, network) are ``object_storage_error``."""
+        where = self.completion_location(config)
+        if where is None:
+            return None
+        remote = storage.is_remote(where)
         try:
-            data = json.loads(path.read_text(encoding="utf-8")) if path else None
-        except (OSError, ValueError):
+            with storage.store_errors(f"{self.step_id}: reading {where}", remote, url=where):
+                try:
+                    raw = storage.read_file(where)
+                except FileNotFoundError:
+                    raw = None  # no artifact there
+        except OSError:  # a local file that cannot be read
+            return None
+        try:
+            data = json.loads(raw.decode("utf-8")) if raw is not None else None
+        except ValueError:  # not JSON
             return None
         return data if isinstance(data, dict) else None
 
