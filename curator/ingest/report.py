@@ -4,7 +4,6 @@ line)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from curator.ingest.dedup import DedupResult
@@ -39,7 +38,7 @@ def render(report: dict[str, Any]) -> Rendering:
         f"{report.get('documents_rejected', 0)} rejected "
         f"({', '.join(f'{k} {v}' for k, v in reasons.items()) or '-'}); "
         f"{len(report.get('shards') or [])} shards in {report.get('output_dir')}; "
-        f"report {Path(str(report.get('output_dir'))) / 'ingest_report.json'}"
+        f"report {str(report.get('output_dir')).rstrip('/')}/ingest_report.json"
     )
     tables = {"rejections": [{"reason": k, "documents": v} for k, v in reasons.items()]}
     return Rendering("\n".join(lines) + "\n", tables, summary)
