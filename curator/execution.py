@@ -21,6 +21,7 @@ from typing import Any
 import cloudpickle
 
 from curator.adapter import CompletionEvent, StageAdapter
+from curator.io.partitioning import check_planned
 from curator.stages import current_stats
 from curator.tasks import Task
 
@@ -143,6 +144,7 @@ def run_unit(chain: WorkerChain, task: Task, worker: str = "") -> UnitResult:
 
     token = current_stats.set(stats)
     try:
+        check_planned(task)  # input_changed: a file removed or rewritten since planning
         push(0, [task])
     finally:
         current_stats.reset(token)

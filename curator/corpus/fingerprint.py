@@ -32,7 +32,6 @@ from curator.corpus.records import (
     rejections_by_reason,
     source_of,
 )
-from curator.io.partitioning import check_unchanged
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -112,7 +111,6 @@ class FingerprintStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         digest = RowDigest()
         spec = self.spec
         for path in task.data:
-            check_unchanged(task, path)
             shard = str(Path(path).relative_to(self.root)) if self.root else path
             try:
                 for _, _, record in iter_records(path, task.byte_range, spec):

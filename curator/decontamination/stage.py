@@ -37,7 +37,6 @@ from curator.decontamination.text import (
     window_hashes,
 )
 from curator.errors import CuratorError
-from curator.io.partitioning import check_unchanged
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -137,7 +136,6 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             batch: list[tuple[str, int, bytes, dict[str, Any], str]] = []
             chars = 0
             for path in task.data:
-                check_unchanged(task, path)
                 for offset, line, record in iter_records(path, task.byte_range, self.records):
                     read += 1
                     if type(record) is Rejection:

@@ -16,7 +16,6 @@ from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, source_of
 from curator.errors import CuratorError
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, BatchDecision, GatePlan, decide
-from curator.io.partitioning import check_unchanged
 from curator.io.writers import atomic_file
 from curator.signals.registry import REGISTRY
 from curator.stages import ProcessingStage
@@ -64,7 +63,6 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         with atomic_file(out) as kept, atomic_file(rej) as rejected:
             pending: list[tuple[str, int, bytes, dict[str, Any]]] = []
             for path in task.data:
-                check_unchanged(task, path)
                 for offset, line, record in iter_records(path, task.byte_range, self.records):
                     counts["input"] += 1
                     if type(record) is Rejection:

@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 from curator.corpus.formats import is_parquet
 from curator.corpus.reading import UTF8_BOM, iter_parquet_rows, map_lines, parquet_column_names
 from curator.ingest.records import IdentitySpec, PartitionRecords, parse_jsonl
-from curator.io.partitioning import check_unchanged
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -80,7 +79,6 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
 
     def _read(self, path: str, task: FileGroupTask, records: PartitionRecords) -> None:
         index = self.file_index[path]
-        check_unchanged(task, path)
         if is_parquet(path):
             self._parquet(path, index, records)
             return

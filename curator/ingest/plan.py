@@ -138,5 +138,5 @@ class IngestPartitioning(ProcessingStage[EmptyTask, FileGroupTask]):
             current_bytes += size
         flush()
         # the input files as planned: a worker refuses one changed since
-        # (input_changed, curator.io.partitioning.check_unchanged)
+        # (input_changed: the engine's curator.io.partitioning.check_planned)
         return [stamp_inputs(g) for g in groups]

@@ -13,7 +13,7 @@ from curator.corpus.formats import COMPRESSED_SUFFIXES, JSONL_EXTENSIONS, has_ex
 from curator.errors import CuratorError
 from curator.io import storage
 from curator.stages import ProcessingStage
-from curator.tasks import EmptyTask, FileGroupTask
+from curator.tasks import EmptyTask, FileGroupTask, Task
 
 PathSpec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -73,14 +73,24 @@ def file_stamp(path: str) -> list[int] | None:
 
 def stamp_inputs(task: FileGroupTask) -> FileGroupTask:
     """Record in ``task`` what its input files were when it was planned
-    (``_metadata["planned"]``), for :func:`check_unchanged` where they are read."""
+    (``_metadata["planned"]``): the engine checks them before the unit's first stage
+    (:func:`check_planned`)."""
     stamps = {p: s for p in task.data if (s := file_stamp(p)) is not None}
     if stamps:
         task._metadata["planned"] = stamps
     return task
 
 
-def check_unchanged(task: FileGroupTask, path: str) -> None:
+def check_planned(task: Task) -> None:
+    """Refuse a unit whose input files changed since they were planned
+    (:func:`check_unchanged` for each). The engine calls it before a unit's first stage
+    (:func:`curator.execution.run_unit`), so no stage that reads a partition has to."""
+    planned = task._metadata.get("planned") if isinstance(task._metadata, dict) else None
+    for path in planned or ():
+        check_unchanged(task, path)
+
+
+def check_unchanged(task: Task, path: str) -> None:
     """Refuse to read ``path`` if it was removed, truncated or replaced after the run
     listed it and planned its partitions (``input_changed``): its byte ranges would no
     longer hold what was planned, and a run would end "complete" with part of a file,

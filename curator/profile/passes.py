@@ -23,7 +23,6 @@ from curator.corpus.langid import LanguageModel
 from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, id_of, source_of
 from curator.corpus.sampling import stable_uint64
-from curator.io.partitioning import check_unchanged
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.stages import ProcessingStage
@@ -99,7 +98,6 @@ class SampleStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         sid = task.source_id or "part"
         rows: dict[str, list] = {"source": [], "rank": [], "part": [], "file": [], "offset": []}
         for path in task.data:
-            check_unchanged(task, path)
             for doc in iter_documents(path, task.byte_range, self.spec, self.root):
                 key = doc.doc_id if doc.doc_id is not None else text_digest(doc.text)
                 rows["source"].append(doc.source)
@@ -148,7 +146,6 @@ class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         wanted = {(f, o) for f, o in zip(sample["file"], sample["offset"], strict=True)}
         texts: dict[tuple[str, int], str] = {}
         for path in task.data:
-            check_unchanged(task, path)
             for doc in iter_documents(path, task.byte_range, self.spec):
                 if (path, doc.offset) in wanted:
                     texts[(path, doc.offset)] = doc.text

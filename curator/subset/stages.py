@@ -39,7 +39,6 @@ from curator.corpus.records import (
     source_of,
 )
 from curator.errors import CuratorError
-from curator.io.partitioning import check_unchanged
 from curator.io.writers import atomic_file
 from curator.stages import ProcessingStage
 from curator.subset.counting import TokenizerId, count
@@ -125,7 +124,6 @@ class CountStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         offsets: list[int] = []
         stats: dict[str, int] = {}
         for f, path in enumerate(task.data):
-            check_unchanged(task, path)
             for offset, _, record in iter_records(path, task.byte_range, spec):
                 stats["records"] = stats.get("records", 0) + 1
                 if type(record) is Rejection:
