@@ -32,16 +32,20 @@ polars.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import polars as pl
 
+from curator.audit._lines import LINE_SCHEME, line_hashes
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.formats import is_compressed
 from curator.corpus.reading import UTF8_BOM, read_bytes
@@ -114,46 +118,56 @@ def _only(values: list[Any], kind: type) -> bool:
 
 
 class _Keys:
-    """A multiset of containment keys (:func:`row_keys`), added a batch at a time."""
+    """A multiset of containment keys (:func:`row_keys`), added a batch at a time; each
+    batch's keys are kept per row (null: the row lacks a field), in the rows' order."""
 
     def __init__(self, fields: tuple[str, ...]) -> None:
         self.fields = fields
-        self.hashes: list[pl.DataFrame] = []  # (h0, h1) of the all-string rows
-        self.other: Counter[str] = Counter()  # sha256 keys of the other rows
+        self.parts: list[pl.Series] = []  # each batch's keys, per row
         self.missing = 0  # rows lacking a field
 
-    def add(self, records: Sequence[dict[str, Any]]) -> None:
+    def add(self, records: Sequence[dict[str, Any]]) -> pl.Series:
+        """The records' keys, per record (null where one lacks a field)."""
         cols = [[r.get(f, _ABSENT) for r in records] for f in self.fields]
         if all(_only(col, str) for col in cols):
-            self._hash(cols)
-            return
-        plain: list[list[str]] = [[] for _ in self.fields]
-        for row in zip(*cols, strict=True):
-            if any(v is _ABSENT for v in row):
-                self.missing += 1
-            elif all(type(v) is str for v in row):
-                for col, v in zip(plain, row, strict=True):
-                    col.append(v)
-            else:
-                self.other[hashlib.sha256(orjson.dumps(
-                    list(row), option=orjson.OPT_SORT_KEYS)).hexdigest()] += 1
-        self._hash(plain)
+            keys = self._hash(cols)
+        else:
+            out: list[str | None] = [None] * len(records)
+            plain: list[list[str]] = [[] for _ in self.fields]
+            at = []  # the plain rows' places
+            for i, row in enumerate(zip(*cols, strict=True)):
+                if any(v is _ABSENT for v in row):
+                    self.missing += 1
+                elif all(type(v) is str for v in row):
+                    at.append(i)
+                    for col, v in zip(plain, row, strict=True):
+                        col.append(v)
+                else:
+                    out[i] = hashlib.sha256(orjson.dumps(
+                        list(row), option=orjson.OPT_SORT_KEYS)).hexdigest()
+            for i, key in zip(at, self._hash(plain).to_list(), strict=True):
+                out[i] = key
+            keys = pl.Series(out, dtype=pl.String)
+        self.parts.append(keys)
+        return keys
 
-    def _hash(self, cols: list[list[str]]) -> None:
+    def _hash(self, cols: list[list[str]]) -> pl.Series:
         if not cols or not cols[0]:
-            return
-        frame = pl.DataFrame({f"c{i}": col for i, col in enumerate(cols)},
-                             schema={f"c{i}": pl.String for i in range(len(cols))})
-        self.hashes.append(frame.select(pl.all().hash(0)))
+            return pl.Series([], dtype=pl.String)
+        names = [f"c{i}" for i in range(len(cols))]
+        frame = pl.DataFrame(dict(zip(names, cols, strict=True)),
+                             schema=dict.fromkeys(names, pl.String))
+        return frame.select(pl.concat_str([pl.col(n).hash(0) for n in names],
+                                          separator=":")).to_series()
 
     def result(self) -> dict[str, int]:
-        out = dict(self.other)
-        if self.hashes:
-            names = self.hashes[0].columns
-            counts = (pl.concat(self.hashes).group_by(names).len()
-                      .select(k=pl.concat_str(names, separator=":"), n="len"))
-            out.update(zip(counts["k"].to_list(), counts["n"].to_list(), strict=True))
-        return out
+        return _counts(pl.concat(self.parts) if self.parts else pl.Series([], dtype=pl.String))
+
+
+def _counts(values: pl.Series) -> dict[str, int]:
+    """The multiset of a string column's non-null values."""
+    counts = pl.DataFrame({"k": values.drop_nulls()}).group_by("k").len()
+    return dict(zip(counts["k"].to_list(), counts["len"].to_list(), strict=True))
 
 
 @dataclass
@@ -178,6 +192,11 @@ class FileScan:
     #: the corpus fingerprint's partial sum of its documents (the profile's definition)
     fingerprint: dict[str, Any] | None = None
     key_scheme: str | None = None  # how `keys` were made (KEY_SCHEME), when there are any
+    #: a reference file: its documents' lines table was written (:data:`LINE_SCHEME`)
+    line_table: str | None = None
+    #: a target file read without parsing (its lines' hashes written): what
+    #: :func:`load_scans` needs to complete it from the reference's lines table
+    deferred: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fields, the small maps' keys sorted (the large multisets are not: their
@@ -196,34 +215,68 @@ def scan_file(path: str, spec: RecordSpec, *, want_ids: bool,
     """Read one file once (see the module docstring). ``digest``: compute the sha256 of
     its bytes (a target shard's; no check reads another file's). ``exact``: parse line
     by line with offsets even where a whole batch parses (the tests compare the two)."""
+    return _scan(path, spec, want_ids=want_ids, comparison_fields=comparison_fields,
+                 rejected=rejected, fingerprint=fingerprint, digest=digest, exact=exact)[0]
+
+
+def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
+          comparison_fields: tuple[str, ...] = (), rejected: bool = False,
+          fingerprint: bool = False, digest: bool = True, exact: bool = False,
+          table: bool = False, defer: bool = False) -> tuple[FileScan, pl.DataFrame | None]:
+    """:func:`scan_file`, and: ``table``, the documents' lines table (a reference
+    file's: each document line's hashes, :func:`curator.audit._lines.line_hashes`, and
+    its source, id and key); ``defer``, no parse: the file's lines are hashed only (a
+    target file's: :func:`load_scans` completes the scan from the reference's tables),
+    the hashes of its rows returned."""
     scan = FileScan(path=path)
     try:
         if not storage.is_file_at(path):  # a local file or an object
             scan.fault = {"kind": NOT_A_FILE, "offset": 0}
-            return scan
+            return scan, None
         data = _read(path, scan, digest)
     except (OSError, EOFError, ValueError) as exc:
         scan.fault = {"kind": NOT_READABLE, "offset": 0, "detail": f"{type(exc).__name__}: {exc}"}
-        return scan
+        return scan, None
     if data and not data.endswith(b"\n"):
         scan.fault = {"kind": TRUNCATED, "offset": data.rfind(b"\n") + 1}
     start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+    hashes = line_hashes(data, start) if defer or table else None
+    if defer:
+        assert hashes is not None
+        h0, h1, blank = hashes
+        rows = ~blank  # the rows (non-blank lines)
+        scan.rows = int(rows.sum())
+        scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
+                         "comparison_fields": list(comparison_fields),
+                         "spec": _spec_json(spec)}
+        return scan, pl.DataFrame({"h0": h0[rows], "h1": h1[rows]})
     lines = (data[start:] if start else data).split(b"\n")
     del data
-    acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint)
+    acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint,
+                                         hashes)
     pos = start  # the byte offset of the batch's first line
     for i in range(0, len(lines), BATCH_LINES):
         batch = lines[i:i + BATCH_LINES]
-        records = _parse(scan, batch, pos, exact)
+        records, good = _parse(scan, batch, pos, exact)
         pos += sum(map(len, batch)) + len(batch)
         if acc is None:
             for obj in records:
                 _rejected_line(scan, obj)
-        else:
-            acc.add(records)
-    if acc is not None:
-        acc.finish()
-    return scan
+            continue
+        index = None  # with a table: the records' lines, by number
+        if hashes is not None:
+            index = i + (np.flatnonzero(~hashes[2][i:i + len(batch)]) if good is None
+                         else np.array(good, np.int64))
+        acc.add(records, index)
+    if acc is None:
+        return scan, None
+    return scan, acc.finish()
+
+
+def _spec_json(spec: RecordSpec) -> dict[str, Any]:
+    return {"text_field": spec.text_field, "id_field": spec.id_field,
+            "source_field": spec.source_field, "metadata_fields": list(spec.metadata_fields),
+            "require_id": spec.require_id}
 
 
 def _read(path: str, scan: FileScan, digest: bool) -> bytes:
@@ -245,9 +298,11 @@ def _read(path: str, scan: FileScan, digest: bool) -> bytes:
     return data
 
 
-def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool) -> list[dict[str, Any]]:
-    """The objects of a batch of lines (``pos``: the first line's offset); its rows
-    counted and its bad lines recorded (:func:`_bad`)."""
+def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool
+           ) -> tuple[list[dict[str, Any]], list[int] | None]:
+    """The objects of a batch of lines (``pos``: the first line's offset), and their
+    lines' places in the batch (None: every non-blank line is one); its rows counted
+    and its bad lines recorded (:func:`_bad`)."""
     lines = list(filter(bytes.strip, batch))  # the non-blank ones
     scan.rows += len(lines)
     if not exact:
@@ -257,9 +312,9 @@ def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool) -> list[di
             pass
         else:
             if _only(objs, dict):
-                return objs
-    objs = []
-    for line in batch:
+                return objs, None
+    objs, good = [], []
+    for j, line in enumerate(batch):
         offset, pos = pos, pos + len(line) + 1
         if not line.strip():
             continue
@@ -272,7 +327,8 @@ def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool) -> list[di
             _bad(scan, NON_OBJECT, offset, "not_an_object")
             continue
         objs.append(obj)
-    return objs
+        good.append(j)
+    return objs, good
 
 
 def _count(values: list[Any]) -> Counter[Any] | None:
@@ -284,101 +340,141 @@ def _count(values: list[Any]) -> Counter[Any] | None:
 
 
 class _Summary:
-    """What the checks need of a file's records, added a batch at a time."""
+    """What the checks need of a file's records, added a batch at a time; with ``table``,
+    also each document's line, source, id and key (the lines table, :func:`_scan`)."""
 
     def __init__(self, scan: FileScan, spec: RecordSpec, want_ids: bool,
-                 fields: tuple[str, ...], fingerprint: bool) -> None:
+                 fields: tuple[str, ...], fingerprint: bool,
+                 hashes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
         self.scan, self.spec, self.want_ids = scan, spec, want_ids
+        self.hashes = hashes  # for a table: the file's lines' (h0, h1, blank)
         self.sources: Counter[str] = Counter()
         self.rejections: Counter[str] = Counter()
         self.id_values: list[Any] = []  # the documents' ids, as parsed
         self.keys = _Keys(fields) if fields else None
         self.digest = RowDigest() if fingerprint else None
+        self.doc_lines: list[np.ndarray] = []  # for a table: the documents' lines,
+        self.doc_sources: list[str | None] = []  # sources (None: MISSING_SOURCE)
+        self.doc_keys: list[pl.Series] = []  # and keys
 
-    def add(self, objs: list[dict[str, Any]]) -> None:
+    def add(self, objs: list[dict[str, Any]], lines: np.ndarray | None) -> None:
+        """A batch's records (``lines``: their lines' numbers, for a table)."""
         if not objs:
             return
         spec = self.spec
-        self._sources(objs)
-        if self.keys is not None:
-            self.keys.add(objs)
+        sources = self._sources(objs)
+        keys = self.keys.add(objs) if self.keys is not None else None
         texts = [obj.get(spec.text_field) for obj in objs]
+        mask = None  # which records are documents, when not all are
         if not spec.require_id and _only(texts, str) and all(texts) \
                 and not any(map(str.isspace, texts)):
             docs = objs  # every record a document (classify_record's checks, by column)
         else:  # the kernel's rule, record by record
-            docs, kept = [], []
+            docs, kept, mask = [], [], []
             for obj, text in zip(objs, texts, strict=True):
                 record = classify_record(obj, spec)
                 if type(record) is Rejection:
                     self.rejections[record.reason] += 1
+                    mask.append(False)
                 else:
                     docs.append(obj)
                     kept.append(text)
+                    mask.append(True)
             texts = kept
         self.scan.documents += len(docs)
         if not docs:
             return
+        idf = spec.id_field
+        ids = [doc.get(idf) for doc in docs] if idf else None
         if self.digest is not None:
-            self._fingerprint(docs, texts)
+            self._fingerprint(ids, texts)
         if self.want_ids:
-            idf = spec.id_field
-            self.id_values += [doc.get(idf) for doc in docs] if idf else [None] * len(docs)
+            self.id_values += ids if ids is not None else [None] * len(docs)
+        if lines is not None:
+            if mask is None:
+                self.doc_lines.append(lines)
+                self.doc_sources += sources
+            else:
+                self.doc_lines.append(lines[np.array(mask, np.bool_)])
+                self.doc_sources += compress(sources, mask)
+                keys = None if keys is None else keys.filter(pl.Series(mask))
+            if keys is not None:
+                self.doc_keys.append(keys)
 
-    def _sources(self, objs: list[dict[str, Any]]) -> None:
+    def _sources(self, objs: list[dict[str, Any]]) -> list[str | None]:
+        """Counts the records' sources; returns each one's (None: MISSING_SOURCE)."""
         sf = self.spec.source_field
         if sf is None:
             self.sources[MISSING_SOURCE] += len(objs)
-            return
-        counts = _count([obj.get(sf) for obj in objs])
+            return [None] * len(objs)
+        values = [obj.get(sf) for obj in objs]
+        counts = _count(values)
         if counts is not None and all(v is None or type(v) is str for v in counts):
             for v, n in counts.items():  # (1, 1.0 and True would merge: str(v) differs)
                 self.sources[MISSING_SOURCE if v is None else v] += n
-        else:
-            self.sources.update(source_of(obj, sf) for obj in objs)
+            return values
+        values = [source_of(obj, sf) for obj in objs]
+        self.sources.update(values)
+        return values
 
-    def _ids(self) -> dict[str, int]:
-        """The documents' ids as :func:`id_key` strings, counted. A string id that orjson
-        writes without escapes is ``'"' + id + '"'``."""
-        counts = _count(self.id_values)
-        if counts is not None and _only(list(counts), str) \
-                and not _JSON_ESCAPED.search("".join(counts)):
-            return {'"' + v + '"': n for v, n in counts.items()}
-        return dict(Counter(map(id_key, self.id_values)))
+    def _id_keys(self) -> pl.Series:
+        """The documents' ids as :func:`id_key` strings. A string id that orjson writes
+        without escapes is ``'"' + id + '"'``."""
+        values = self.id_values
+        if _only(values, str) and not _JSON_ESCAPED.search("".join(values)):
+            return pl.DataFrame({"v": values}, schema={"v": pl.String}).select(
+                pl.concat_str(pl.lit('"'), "v", pl.lit('"'))).to_series()
+        return pl.Series(list(map(id_key, values)), dtype=pl.String)
 
-    def _fingerprint(self, docs: list[dict[str, Any]], texts: list[str]) -> None:
+    def _fingerprint(self, ids: list[Any] | None, texts: list[str]) -> None:
         """:class:`curator.corpus.fingerprint.RowDigest`'s sum over the documents:
-        ``sha256(f"{id}\\0{sha256hex(text)}")`` (``sha256hex(text)`` without an id)."""
-        idf = self.spec.id_field
+        ``sha256(f"{id}\\0{sha256hex(text)}")`` (``sha256hex(text)`` without an id). (A
+        loop: ``map`` chains over the batch measured slower, the encoded texts leaving
+        the cache.)"""
         sha, from_bytes = hashlib.sha256, int.from_bytes
         total = 0
-        if idf is None:
+        if ids is None:
             for text in texts:
                 key = sha(text.encode("utf-8", "surrogatepass")).hexdigest()
                 total += from_bytes(sha(key.encode()).digest(), "big")
         else:
-            for doc, text in zip(docs, texts, strict=True):
+            for doc_id, text in zip(ids, texts, strict=True):
                 key = sha(text.encode("utf-8", "surrogatepass")).hexdigest()
-                doc_id = doc.get(idf)
                 if doc_id is not None:
                     key = f"{doc_id!s}\0{key}"
                 total += from_bytes(sha(key.encode("utf-8", "surrogatepass")).digest(), "big")
         assert self.digest is not None
-        self.digest.count += len(docs)
+        self.digest.count += len(texts)
         self.digest.total = (self.digest.total + total) % MOD
 
-    def finish(self) -> None:
+    def finish(self) -> pl.DataFrame | None:
+        """Fills the scan; returns the lines table (with ``table``)."""
         scan = self.scan
         scan.per_source = dict(sorted(self.sources.items()))
         for reason, n in self.rejections.items():
             scan.rejections[reason] = scan.rejections.get(reason, 0) + n
+        ids = None
         if self.want_ids:
-            scan.ids = self._ids()
+            ids = self._id_keys()
+            scan.ids = _counts(ids)
         if self.keys is not None:
             scan.keys, scan.key_scheme = self.keys.result(), KEY_SCHEME
             scan.missing_keys = self.keys.missing
         if self.digest is not None:
             scan.fingerprint = self.digest.to_json()
+        if self.hashes is None:
+            return None
+        h0, h1, _ = self.hashes
+        docs = np.concatenate(self.doc_lines) if self.doc_lines else np.zeros(0, np.int64)
+        frame = pl.DataFrame({"h0": h0[docs], "h1": h1[docs]}).with_columns(
+            source=pl.Series(self.doc_sources, dtype=pl.String).fill_null(MISSING_SOURCE))
+        if ids is not None:
+            frame = frame.with_columns(id=ids)
+        if self.keys is not None:
+            frame = frame.with_columns(key=pl.concat(self.doc_keys) if self.doc_keys
+                                       else pl.Series([], dtype=pl.String))
+        scan.line_table = LINE_SCHEME
+        return frame
 
 
 def _bad(scan: FileScan, kind: str, offset: int, reason: str) -> None:
@@ -424,26 +520,54 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
         rows = 0
+        target = self.digested  # the target shards (their sha256 is checked)
+        # the reference: keyed or fingerprinted, not a target or rejected file (none
+        # known in integrity and digest modes without an approved policy)
+        reference = (self.keyed | self.fingerprinted) - (target or frozenset()) - self.rejected
         for path in task.data:
-            scan = scan_file(path, self.spec, want_ids=self.want_ids,
-                             comparison_fields=self.comparison_fields if path in self.keyed
-                             else (), rejected=path in self.rejected,
-                             fingerprint=path in self.fingerprinted,
-                             digest=self.digested is None or path in self.digested)
-            write_atomic(scan_path(self.work_dir, path), orjson.dumps(scan.to_json()))
+            # a target shard is read without parsing when a reference will hold a lines
+            # table to complete it from (load_scans); a reference file writes one
+            defer = bool(reference) and target is not None and path in target \
+                and path not in self.fingerprinted and path not in self.rejected
+            scan, lines = _scan(path, self.spec, want_ids=self.want_ids,
+                                comparison_fields=self.comparison_fields
+                                if path in self.keyed else (),
+                                rejected=path in self.rejected,
+                                fingerprint=path in self.fingerprinted,
+                                digest=target is None or path in target,
+                                table=bool(target) and path in reference, defer=defer)
+            out = scan_path(self.work_dir, path)
+            if lines is not None:  # first: a scan on disk has its lines file
+                write_atomic(lines_path(out), _ipc(lines))
+            write_atomic(out, orjson.dumps(scan.to_json()))
             rows += scan.rows
         self.stat_update("rows", rows)
         self.stat_update("files", len(task.data))
         return FileGroupTask(data=list(task.data), _metadata={"rows": rows})
 
 
+def lines_path(scan_json: Path) -> Path:
+    """The lines file next to a scan's result: a reference's lines table, or a deferred
+    target's line hashes (Arrow IPC)."""
+    return scan_json.with_suffix(".lines.arrow")
+
+
+def _ipc(frame: pl.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.write_ipc(buf)
+    return buf.getvalue()
+
+
 def load_scans(work_dir: str | Path, paths: list[str]) -> dict[str, FileScan]:
-    """Every file's scan, from the units' results on disk. Containment keys made two
-    ways (a run resumed after a polars upgrade) are refused: their keys never meet."""
+    """Every file's scan, from the units' results on disk; a deferred target's completed
+    (:func:`complete`). Containment keys made two ways (a run resumed after a polars
+    upgrade) are refused: their keys never meet."""
     out: dict[str, FileScan] = {}
     for path in paths:
         data = orjson.loads(scan_path(work_dir, path).read_bytes())
         out[path] = FileScan(**data)
+    if any(s.deferred is not None for s in out.values()):
+        complete(work_dir, out)
     # a scan written before schemes were recorded has keys and no scheme
     schemes = {str(s.key_scheme) for s in out.values() if s.keys or s.key_scheme}
     if len(schemes) > 1:
@@ -451,3 +575,52 @@ def load_scans(work_dir: str | Path, paths: list[str]) -> dict[str, FileScan]:
                            f"the scans in {work_dir} made containment keys in {len(schemes)} "
                            f"ways ({sorted(schemes)}): rerun the audit without its checkpoint")
     return out
+
+
+def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
+    """Complete each deferred target scan (read, split and hashed only) from the
+    reference's lines tables: a target line whose bytes are a reference document's line
+    (same two 64-bit hashes) is that document, with its source, id and key, so what the
+    full scan would find is counted from the table. A target with any other line (or no
+    usable table) is scanned in full here, as :func:`scan_file` scans it."""
+    tables = [pl.read_ipc(lines_path(scan_path(work_dir, p)))
+              for p, s in scans.items() if s.line_table == LINE_SCHEME]
+    ref = None
+    if tables and all(t.schema == tables[0].schema for t in tables):
+        ref = pl.concat(tables).unique(subset=["h0", "h1"], keep="first")
+    for path, scan in scans.items():
+        d = scan.deferred
+        if d is None:
+            continue
+        fields = tuple(d["comparison_fields"])
+        joined = None
+        if ref is not None and d["line_scheme"] == LINE_SCHEME \
+                and (not d["want_ids"] or "id" in ref.columns) \
+                and (not fields or "key" in ref.columns):
+            hashes = pl.read_ipc(lines_path(scan_path(work_dir, path)))
+            joined = hashes.group_by(["h0", "h1"]).len().join(ref, on=["h0", "h1"],
+                                                               how="left")
+            if joined["source"].null_count():
+                joined = None  # a line that is no reference document
+        if joined is None:
+            spec = d["spec"]
+            scans[path] = scan_file(
+                path, RecordSpec(**{**spec, "metadata_fields": tuple(spec["metadata_fields"])}),
+                want_ids=d["want_ids"], comparison_fields=fields,
+                digest=scan.sha256 is not None)
+            continue
+        scan.documents = int(joined["len"].sum())
+        scan.per_source = dict(sorted(_sums(joined, "source").items()))
+        if d["want_ids"]:
+            scan.ids = _sums(joined, "id")
+        if fields:
+            scan.keys = _sums(joined.filter(pl.col("key").is_not_null()), "key")
+            scan.missing_keys = int(joined.filter(pl.col("key").is_null())["len"].sum())
+            scan.key_scheme = KEY_SCHEME
+        scan.deferred = None
+
+
+def _sums(joined: pl.DataFrame, column: str) -> dict[str, int]:
+    """The lines counted by ``column``'s value."""
+    sums = joined.group_by(column).agg(pl.col("len").sum())
+    return dict(zip(sums[column].to_list(), sums["len"].to_list(), strict=True))

@@ -104,7 +104,7 @@ def reference_scan(path: str, spec: RecordSpec, *, fields: tuple[str, ...],
 
 def comparable(s: FileScan, *, fingerprint: bool = True) -> dict[str, Any]:
     d = s.to_json()
-    for k in ("path", "keys", "key_scheme"):
+    for k in ("path", "keys", "key_scheme", "line_table", "deferred"):
         d.pop(k)
     if not fingerprint:
         d.pop("fingerprint")
@@ -290,3 +290,127 @@ def test_scans_that_keyed_rows_two_ways_are_not_mixed(tmp_path: Path) -> None:
         load_scans(tmp_path, paths)
     assert err.value.error_id == "audit_scan_mixed"
     assert set(load_scans(tmp_path, paths[:1])) == {paths[0]}
+
+
+# -- target lines reused from the reference (docs/audit.md) ------------------------------
+def _stage(tmp: Path, target: list[str], reference: list[str], *, keyed: bool = True,
+           policy: bool = True) -> Any:
+    from curator.audit.scan import ScanStage
+    return ScanStage(work_dir=str(tmp / "work"), spec=SPEC, want_ids=True,
+                     comparison_fields=FIELDS,
+                     keyed=frozenset(target + reference) if keyed else frozenset(),
+                     rejected=frozenset(),
+                     fingerprinted=frozenset(reference) if policy else frozenset(),
+                     digested=frozenset(target))
+
+
+def _completed(tmp: Path, target: str, reference: str, **kw: Any) -> FileScan:
+    from curator.audit.scan import load_scans
+    from curator.tasks import FileGroupTask
+    stage = _stage(tmp, [target], [reference], **kw)
+    for path in (target, reference):
+        stage.process(FileGroupTask(data=[path]))
+    return load_scans(tmp / "work", [target, reference])[target]
+
+
+def _full(target: str, keyed: bool = True) -> dict[str, Any]:
+    return scan_file(target, SPEC, want_ids=True,
+                     comparison_fields=FIELDS if keyed else ()).to_json()
+
+
+def test_line_hashes_split_as_bytes_split_and_strip() -> None:
+    from curator.audit._lines import line_hashes
+    for name, data in HOSTILE.items():
+        for start in (0, 3) if data.startswith(b"\xef\xbb\xbf") else (0,):
+            lines = data[start:].split(b"\n")
+            h0, h1, blank = line_hashes(data, start)
+            assert list(blank) == [not line.strip() for line in lines], name
+            pairs = list(zip(h0.tolist(), h1.tolist(), strict=True))
+            # a value is the line and its newline: equal hashes exactly for equal values
+            values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
+            assert len(set(pairs)) == len(set(values)), name
+    h0, h1, _ = line_hashes(b'{"id":"a","text":"x"}\n{"id":"a","text":"y"}\n'
+                            b'{"id":"a","text":"x"}\n{"id":"a","text":"x"}')
+    assert (h0[0], h1[0]) == (h0[2], h1[2])
+    assert h0[0] != h0[1] and h1[0] != h1[1]
+    assert (h0[0], h1[0]) != (h0[3], h1[3])  # the final line has no newline
+
+
+@pytest.mark.parametrize("name", ["clean", "bom", "bad lines", "string ids", "ascii ids",
+                                  "blank lines", "crlf", "duplicate keys", "escaped keys",
+                                  "u2028 line", "lone surrogate", "cr inside"])
+def test_a_target_of_reference_lines_is_completed_as_the_full_scan_reads_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A target whose every row is a reference document's line, byte for byte, is not
+    parsed: the driver counts it from the reference's table, and finds what the full
+    scan finds (the reference's bad lines and non-documents are kept out of the target,
+    as the filter keeps them out)."""
+    ref = _write(tmp_path, "ref", HOSTILE[name], "")
+    docs = [line for line in HOSTILE[name].removeprefix(b"\xef\xbb\xbf").split(b"\n")
+            if line.strip() and _is_document(line)]
+    target = _write(tmp_path, "target", b"".join(line + b"\n" for line in docs[::-1] + docs),
+                    "")
+    full = _full(target)
+
+    def no_rescan(*a: Any, **k: Any) -> None:
+        raise AssertionError("the target was rescanned")
+
+    monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
+    got = _completed(tmp_path, target, ref)
+    assert got.to_json() == full
+    assert got.rows == 2 * len(docs)
+
+
+def _is_document(line: bytes) -> bool:
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and type(classify_record(obj, SPEC)) is not Rejection
+
+
+@pytest.mark.parametrize("change", [
+    (b'"id":"b"', b'"id":"B"'),  # an id, one byte
+    (b'two \\\\ \\"', b'twO \\\\ \\"'),  # a text, one byte
+    (b'"source":"s2"', b'"source":"s3"'),  # a source
+    (b'{"id":"a","text":"one","source":"s1"}', b'{"id": "a","text":"one","source":"s1"}'),
+    (b'{"id":"d","text":"","source":"s1"}\n', b''),  # a line dropped (others are no documents)
+    (b'{"id":"a","text":"one","source":"s1"}', b'{"id":"a","text":"one","source":"s1"'),
+    (b'{"id":"a","text":"one","source":"s1"}', b'{"id":"f","text":null,"source":"s1"}'),
+])
+def test_a_target_line_one_byte_off_is_parsed(tmp_path: Path, change: tuple[bytes, bytes]
+                                              ) -> None:
+    """A target line that is no reference document's line (a byte changed, spacing
+    changed, truncated, or a reference line that is not a document) makes the driver
+    scan that target in full: the findings are the full scan's."""
+    data = HOSTILE["clean"]
+    ref = _write(tmp_path, "ref", data, "")
+    old, new = change
+    assert old in data
+    target = _write(tmp_path, "target", data.replace(old, new, 1), "")
+    got = _completed(tmp_path, target, ref)
+    assert got.to_json() == _full(target)
+    assert got.deferred is None
+
+
+@pytest.mark.parametrize(("keyed", "policy"), [(True, False), (False, True)])
+def test_a_target_is_deferred_only_when_a_reference_table_is_known(
+        tmp_path: Path, keyed: bool, policy: bool) -> None:
+    ref = _write(tmp_path, "ref", HOSTILE["clean"], "")
+    target = _write(tmp_path, "target", HOSTILE["clean"], "")
+    got = _completed(tmp_path, target, ref, keyed=keyed, policy=policy)
+    assert got.to_json() == _full(target, keyed)
+    from curator.audit.scan import scan_path
+    raw = orjson.loads(scan_path(tmp_path / "work", target).read_bytes())
+    assert raw["deferred"] is not None  # the unit did not parse it
+
+
+def test_without_a_reference_the_target_is_parsed_in_its_unit(tmp_path: Path) -> None:
+    from curator.audit.scan import scan_path
+    from curator.tasks import FileGroupTask
+    target = _write(tmp_path, "target", HOSTILE["clean"], "")
+    stage = _stage(tmp_path, [target], [], keyed=False, policy=False)
+    stage.process(FileGroupTask(data=[target]))
+    raw = orjson.loads(scan_path(tmp_path / "work", target).read_bytes())
+    assert raw["deferred"] is None
+    assert raw == {**_full(target, keyed=False), "path": target}

@@ -1,0 +1,65 @@
+"""A file's lines hashed without splitting it in Python: each line's two 64-bit hashes
+and whether it is blank, in the order of ``data[start:].split(b"\\n")``.
+
+What it is for (docs/audit.md, "Target lines reused from the reference"): the filter
+writes the lines it keeps byte for byte, so a target line whose hashes are a reference
+document line's is that document; the target is then read and hashed here, never split
+into ``bytes`` objects or parsed.
+
+How: the newlines are found with ``bytes.find`` (memchr), the file's bytes become one
+Arrow binary column without a copy (the offsets are the lines' starts: each value is a
+line *with* its ``\\n``, the last line without one), and polars hashes the column
+twice (seeds 0 and 1). A value holds its newline, so a final line without one (a
+truncated record) never equals a line that had one: it is simply not reused. Blank is
+what ``bytes.strip`` strips (ASCII whitespace), checked in Python only for the lines
+that are empty or start with whitespace.
+
+The hashes are not cryptographic: two lines share both by chance about once in 2**128
+pairs; data built to collide would defeat them, as it would the containment keys'
+64-bit polars hashes (:func:`curator.audit.scan.row_keys`). They are stable within one
+polars version (:data:`LINE_SCHEME`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+#: how lines are hashed: two scans' hashes are compared only when their schemes are equal
+LINE_SCHEME = f"polars {pl.__version__} hash(0), hash(1) of a line's bytes and its newline"
+_WHITESPACE = np.array([9, 10, 11, 12, 13, 32], np.uint8)
+
+
+def newlines(data: bytes, start: int = 0) -> np.ndarray:
+    """The offsets of ``data``'s newlines from ``start`` (int64)."""
+    out = []
+    find, append = data.find, out.append
+    i = find(b"\n", start)
+    while i >= 0:
+        append(i)
+        i = find(b"\n", i + 1)
+    return np.array(out, np.int64)
+
+
+def line_hashes(data: bytes, start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(h0, h1, blank)`` of each line of ``data[start:].split(b"\\n")`` (one more line
+    than newlines, the last possibly empty)."""
+    nl = newlines(data, start)
+    n = len(nl) + 1
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0], offsets[1:n], offsets[n] = start, nl + 1, len(data)
+    column = pl.from_arrow(pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]))
+    assert isinstance(column, pl.Series)
+    h0, h1 = column.hash(0).to_numpy(), column.hash(1).to_numpy()
+    starts = offsets[:-1]
+    ends = np.append(nl, len(data))  # each line's end, its newline excluded
+    blank = np.zeros(n, np.bool_)
+    arr = np.frombuffer(data, np.uint8)
+    maybe = ends == starts
+    nonempty = ~maybe
+    maybe[nonempty] = np.isin(arr[starts[nonempty]], _WHITESPACE)
+    for i in np.flatnonzero(maybe):
+        blank[i] = not data[starts[i]:ends[i]].strip()
+    return h0, h1, blank
