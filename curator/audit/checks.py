@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import polars as pl
 
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
 from curator.corpus.fingerprint import RowDigest
@@ -350,17 +352,12 @@ def check_records(f: AuditFacts) -> Block:
     ref = [f.scans[p] for p in f.reference]
     out = [f.scans[p] for p in f.target]
     rej = [f.scans[p] for p in f.rejected]
-    input_ids: Counter[str] = Counter()
-    output_ids: Counter[str] = Counter()
     removed: Counter[str] = Counter()
     gates: Counter[str] = Counter()
     failed_in: Counter[str] = Counter()
     failed_rej: Counter[str] = Counter()
     for s in ref:
-        input_ids.update(s.ids)
         failed_in.update(s.rejections)
-    for s in out:
-        output_ids.update(s.ids)
     for s in rej:
         gates.update(s.removed_by)
         failed_rej.update(s.failed)
@@ -380,18 +377,19 @@ def check_records(f: AuditFacts) -> Block:
         "rejected_by_gate": dict(sorted(gates.items())),
     }
     if by_id:
-        accounted = output_ids + removed
-        missing, unexpected = input_ids - accounted, accounted - input_ids
-        block.update(missing_count=sum(missing.values()),
-                     unexpected_count=sum(unexpected.values()),
-                     missing_ids=sorted(missing)[:EXAMPLES],
-                     unexpected_ids=sorted(unexpected)[:EXAMPLES])
-        if missing or unexpected:
+        input_ids = multiset(s.ids for s in ref)
+        accounted = multiset([*(s.ids for s in out), removed])
+        missing, unexpected = differences(input_ids, accounted)
+        n_missing, n_unexpected = int(missing["n"].sum()), int(unexpected["n"].sum())
+        block.update(missing_count=n_missing, unexpected_count=n_unexpected,
+                     missing_ids=sorted(missing["k"].to_list())[:EXAMPLES],
+                     unexpected_ids=sorted(unexpected["k"].to_list())[:EXAMPLES])
+        if n_missing or n_unexpected:
             findings.append(finding(
                 "record_accounting_mismatch",
-                f"input ids != output ids + rejected ids: {sum(missing.values())} input "
+                f"input ids != output ids + rejected ids: {n_missing} input "
                 f"records are in neither (first: {', '.join(block['missing_ids']) or '-'}), "
-                f"{sum(unexpected.values())} output or rejected records are not in the "
+                f"{n_unexpected} output or rejected records are not in the "
                 f"input (first: {', '.join(block['unexpected_ids']) or '-'})",
                 missing_ids=block["missing_ids"], unexpected_ids=block["unexpected_ids"]))
     elif docs_in != docs_out + n_removed:
@@ -428,21 +426,37 @@ def _ledger_gates(f: AuditFacts) -> dict[str, int] | None:
     return dict(sorted((k, v) for k, v in total.items() if v)) if seen else None
 
 
+# -- multisets of ids and keys (polars: the driver's share of a large audit) ------------
+def multiset(maps: Iterable[dict[str, int]]) -> pl.DataFrame:
+    """The sum of multisets ``{key: count}`` (counts positive) as a frame ``(k, n)``, one
+    row per key."""
+    frames = [pl.DataFrame({"k": list(m), "n": list(m.values())},
+                           schema={"k": pl.String, "n": pl.Int64}) for m in maps if m]
+    if not frames:
+        return pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
+    return pl.concat(frames).group_by("k").agg(pl.col("n").sum())
+
+
+def differences(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(a - b, b - a)`` of two :func:`multiset` frames, as ``Counter`` subtraction:
+    the keys with more in one than the other, with how many more."""
+    both = a.join(b, on="k", how="full", coalesce=True, suffix="_b").select(
+        "k", d=pl.col("n").fill_null(0) - pl.col("n_b").fill_null(0))
+    return (both.filter(pl.col("d") > 0).select("k", n="d"),
+            both.filter(pl.col("d") < 0).select("k", n=-pl.col("d")))
+
+
 # -- containment -----------------------------------------------------------------------
 def check_containment(f: AuditFacts) -> Block:
     """The target a multiset subset of the reference, by the comparison fields' key."""
     tgt = [f.scans[p] for p in f.target]
     ref = [f.scans[p] for p in f.reference]
-    t_keys: Counter[str] = Counter()
-    r_keys: Counter[str] = Counter()
-    for s in tgt:
-        t_keys.update(s.keys)
-    for s in ref:
-        r_keys.update(s.keys)
+    t_keys = multiset(s.keys for s in tgt)
+    r_keys = multiset(s.keys for s in ref)
     problems = []
     t_missing = sum(s.missing_keys + s.bad_records for s in tgt)
     r_missing = sum(s.missing_keys + s.bad_records for s in ref)
-    missing_rows = sum((t_keys - r_keys).values())
+    missing_rows = int(differences(t_keys, r_keys)[0]["n"].sum())
     if t_missing:
         problems.append(f"{t_missing} target rows lack a comparison field or are not objects")
     # an unkeyed reference row (not JSON, or lacking a field) can only hide a target row
@@ -453,18 +467,16 @@ def check_containment(f: AuditFacts) -> Block:
                         "be among them")
     if not f.reference:
         problems.append("no reference files")
-    ids: Counter[str] = Counter()
-    for s in tgt:
-        ids.update(s.ids)
-    duplicates = sum(n - 1 for n in ids.values() if n > 1) if f.id_field else 0
+    ids = multiset(s.ids for s in tgt) if f.id_field else None
+    duplicates = 0 if ids is None else int(ids["n"].sum()) - ids.height
     verifiable = not problems
     block = {
         "comparison_fields": f.comparison_fields, "duplicate_ids": duplicates,
         "subset_rows": f.rows(f.target), "superset_rows": f.rows(f.reference),
         "verifiable": verifiable, "contained": verifiable and missing_rows == 0,
         "missing_key_count": t_missing + r_missing, "missing_row_count": missing_rows,
-        "target": {"rows": f.rows(f.target), "keyed_rows": sum(t_keys.values())},
-        "reference": {"rows": f.rows(f.reference), "keyed_rows": sum(r_keys.values())},
+        "target": {"rows": f.rows(f.target), "keyed_rows": int(t_keys["n"].sum())},
+        "reference": {"rows": f.rows(f.reference), "keyed_rows": int(r_keys["n"].sum())},
         "problems": problems,
     }
     findings: list[Finding] = []
