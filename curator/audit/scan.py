@@ -126,9 +126,16 @@ class _Keys:
         self.parts: list[pl.Series] = []  # each batch's keys, per row
         self.missing = 0  # rows lacking a field
 
-    def add(self, records: Sequence[dict[str, Any]]) -> pl.Series:
-        """The records' keys, per record (null where one lacks a field)."""
-        cols = [[r.get(f, _ABSENT) for r in records] for f in self.fields]
+    def add(self, records: Sequence[dict[str, Any]],
+            known: dict[str | None, list[Any] | None] | None = None) -> pl.Series:
+        """The records' keys, per record (null where one lacks a field). ``known``: a
+        field's values already taken (``record.get(field)``), used when all are strings."""
+        known = known or {}
+        cols = []
+        for f in self.fields:
+            col = known.get(f)
+            cols.append(col if col is not None and _only(col, str)
+                        else [r.get(f, _ABSENT) for r in records])
         if all(_only(col, str) for col in cols):
             keys = self._hash(cols)
         else:
@@ -362,9 +369,12 @@ class _Summary:
         if not objs:
             return
         spec = self.spec
+        idf = spec.id_field
         sources = self._sources(objs)
-        keys = self.keys.add(objs) if self.keys is not None else None
         texts = [obj.get(spec.text_field) for obj in objs]
+        ids = [obj.get(idf) for obj in objs] if idf else None
+        keys = None if self.keys is None else \
+            self.keys.add(objs, {spec.text_field: texts, idf: ids})
         mask = None  # which records are documents, when not all are
         if not spec.require_id and _only(texts, str) and all(texts) \
                 and not any(map(str.isspace, texts)):
@@ -384,8 +394,8 @@ class _Summary:
         self.scan.documents += len(docs)
         if not docs:
             return
-        idf = spec.id_field
-        ids = [doc.get(idf) for doc in docs] if idf else None
+        if mask is not None and ids is not None:
+            ids = list(compress(ids, mask))
         if self.digest is not None:
             self._fingerprint(ids, texts)
         if self.want_ids:
