@@ -271,7 +271,7 @@ def test_sigkill_in_a_pass_then_in_the_publication_then_resume(
         f".curate-published-{key}.json"]
     assert json.loads(objects[f".curate-published-{key}.json"])["files"][-1] == world.report
     assert _multipart_uploads(s3_server, bucket) == []
-    assert not copy.exists() and not (ckpt / key).exists()
+    assert not copy.exists() and list(ckpt.iterdir()) == []  # no checkpoint, lock, copy
     assert sorted(p.name for p in temp.iterdir()) == left_by_kill, (
         "the resumed runs left temp files")
 
