@@ -20,8 +20,8 @@ mapped to the URLs), the report counts every partition as resumed, and nothing i
 behind: no local copy, no checkpoint, no hidden object but the list of what was
 published, no unfinished multipart upload, no temp file of the resumed runs (the run
 killed in a pass leaves the pool's ``curate-chain-*.pkl`` in the temp directory: the
-executor's, not asserted here). The default suite runs decontamination inline (about
-10 s); the four steps on the pool (20 to 40 s each on the shared 2-core machine) run
+executor's, not asserted here). The default suite runs decontamination inline (12 s
+at load 4); the four steps on the pool (27 to 42 s each on the shared 2-core machine) run
 with ``CURATE_STORAGE_FULL=1``.
 
 ``test_objects_of_a_publication_killed_midway_do_not_outlive_a_fresh_run`` is a bug
@@ -203,7 +203,7 @@ def _multipart_uploads(s3: str, bucket: str) -> list[str]:
 
 
 #: on the pool (three CLI runs, each starting two workers) every case takes over 20 s on
-#: the shared 2-core machine; the default suite runs decontamination inline (about 10 s)
+#: the shared 2-core machine; the default suite runs decontamination inline (12 s at load 4)
 FULL = pytest.mark.skipif(not os.environ.get("CURATE_STORAGE_FULL"),
                           reason="over 20 s on the pool: CURATE_STORAGE_FULL=1")
 
