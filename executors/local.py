@@ -57,6 +57,22 @@ def _run(token: str, chain_file: str, task: Task) -> UnitResult:
     return run_unit(_CHAIN, task, worker=f"pid-{os.getpid()}")
 
 
+def _clear_dead_chains() -> None:
+    """Remove the chain files of drivers that died (SIGKILL, out of memory) before their
+    pass ended: ``curate-chain-<pid>-*.pkl`` in the temp directory whose pid is not a
+    live process. A live driver's (another run on this host) is left alone."""
+    for path in Path(tempfile.gettempdir()).glob("curate-chain-*-*.pkl"):
+        pid = path.name.removeprefix("curate-chain-").split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except PermissionError:
+            pass  # another user's live process
+
+
 class LocalExecutor(Executor):
     """Source partitions on a pool of ``workers`` processes (default: the CPU count).
 
@@ -90,7 +106,8 @@ class LocalExecutor(Executor):
                     mp_context=multiprocessing.get_context(self.start_method),
                     initializer=_init_worker,
                 )
-        fd, path = tempfile.mkstemp(prefix="curate-chain-", suffix=".pkl")
+        _clear_dead_chains()
+        fd, path = tempfile.mkstemp(prefix=f"curate-chain-{os.getpid()}-", suffix=".pkl")
         with os.fdopen(fd, "wb") as f:
             f.write(chain.blob)
         self._chain = (chain.token, path)

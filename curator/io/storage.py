@@ -317,9 +317,13 @@ def publish(local: Path, url: str, key: str, last: Sequence[Path] = ()) -> list[
     """Put every finished file of the local copy ``local`` at ``url``, one put each,
     then the files of ``last`` in order (the completion artifact last of all).
 
-    Hidden files and folders (work files, temp files, locks) are not published. Files
-    that an earlier run published and this one did not write are removed before the
-    completion artifact goes up. Returns the published names (relative)."""
+    Hidden files and folders (work files, temp files, locks) are not published. The
+    step's list (``.curate-published-<key>.json``) names, before the first put, every
+    file this run will put and every file an earlier list named: a publication killed
+    midway leaves no object that a later fresh run (:func:`unpublish`) does not know
+    of. Files that an earlier run published and this one did not write are removed
+    before the completion artifact goes up; the list is then rewritten to what is
+    there. Returns the published names (relative)."""
     last_rel = [p.relative_to(local).as_posix() for p in last if p.is_file()]
     names = []
     for path in sorted(local.rglob("*")):
@@ -327,14 +331,17 @@ def publish(local: Path, url: str, key: str, last: Sequence[Path] = ()) -> list[
         if (path.is_file() and rel not in last_rel
                 and not any(part.startswith(".") for part in rel.split("/"))):
             names.append(rel)
+    listing = join(url, PUBLISHED_NAME.format(key=key))
+    earlier = _published(url, key)
+    intent = sorted((set(earlier) | set(names)) - set(last_rel)) + last_rel
+    write_bytes(listing, json.dumps({"files": intent}, indent=1).encode())
     for rel in names:
         put_file(local / rel, join(url, rel))
-    stale = set(_published(url, key)) - set(names) - set(last_rel)
+    stale = set(earlier) - set(names) - set(last_rel)
     for rel in sorted(stale):
         remove(join(url, rel))
     everything = [*names, *last_rel]
-    write_bytes(join(url, PUBLISHED_NAME.format(key=key)),
-                json.dumps({"files": everything}, indent=1).encode())
+    write_bytes(listing, json.dumps({"files": everything}, indent=1).encode())
     for rel in last_rel:
         put_file(local / rel, join(url, rel))
     log.info("published %d files to %s", len(everything), url)
