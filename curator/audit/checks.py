@@ -377,8 +377,8 @@ def check_records(f: AuditFacts) -> Block:
         "rejected_by_gate": dict(sorted(gates.items())),
     }
     if by_id:
-        input_ids = multiset(s.ids for s in ref)
-        accounted = multiset([*(s.ids for s in out), removed])
+        input_ids = multiset(s.frames.get("ids", s.ids) for s in ref)
+        accounted = multiset([*(s.frames.get("ids", s.ids) for s in out), removed])
         missing, unexpected = differences(input_ids, accounted)
         n_missing, n_unexpected = int(missing["n"].sum()), int(unexpected["n"].sum())
         block.update(missing_count=n_missing, unexpected_count=n_unexpected,
@@ -427,11 +427,12 @@ def _ledger_gates(f: AuditFacts) -> dict[str, int] | None:
 
 
 # -- multisets of ids and keys (polars: the driver's share of a large audit) ------------
-def multiset(maps: Iterable[dict[str, int]]) -> pl.DataFrame:
-    """The sum of multisets ``{key: count}`` (counts positive) as a frame ``(k, n)``, one
-    row per key."""
-    frames = [pl.DataFrame({"k": list(m), "n": list(m.values())},
-                           schema={"k": pl.String, "n": pl.Int64}) for m in maps if m]
+def multiset(maps: Iterable[dict[str, int] | pl.DataFrame]) -> pl.DataFrame:
+    """The sum of multisets ``{key: count}`` (counts positive; or frames ``(k, n)``
+    already) as a frame ``(k, n)``, one row per key."""
+    frames = [m if isinstance(m, pl.DataFrame) else
+              pl.DataFrame({"k": list(m), "n": list(m.values())},
+                           schema={"k": pl.String, "n": pl.Int64}) for m in maps if len(m)]
     if not frames:
         return pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
     return pl.concat(frames).group_by("k").agg(pl.col("n").sum())
@@ -451,8 +452,8 @@ def check_containment(f: AuditFacts) -> Block:
     """The target a multiset subset of the reference, by the comparison fields' key."""
     tgt = [f.scans[p] for p in f.target]
     ref = [f.scans[p] for p in f.reference]
-    t_keys = multiset(s.keys for s in tgt)
-    r_keys = multiset(s.keys for s in ref)
+    t_keys = multiset(s.frames.get("keys", s.keys) for s in tgt)
+    r_keys = multiset(s.frames.get("keys", s.keys) for s in ref)
     problems = []
     t_missing = sum(s.missing_keys + s.bad_records for s in tgt)
     r_missing = sum(s.missing_keys + s.bad_records for s in ref)
@@ -467,7 +468,7 @@ def check_containment(f: AuditFacts) -> Block:
                         "be among them")
     if not f.reference:
         problems.append("no reference files")
-    ids = multiset(s.ids for s in tgt) if f.id_field else None
+    ids = multiset(s.frames.get("ids", s.ids) for s in tgt) if f.id_field else None
     duplicates = 0 if ids is None else int(ids["n"].sum()) - ids.height
     verifiable = not problems
     block = {

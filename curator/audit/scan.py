@@ -204,11 +204,16 @@ class FileScan:
     #: a target file read without parsing (its lines' hashes written): what
     #: :func:`load_scans` needs to complete it from the reference's lines table
     deferred: dict[str, Any] | None = None
+    #: ``ids`` and ``keys`` as polars frames ``(k, n)``, when :func:`load_scans` has them
+    #: already (the same multisets: the checks take a frame where there is one); never
+    #: written
+    frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The fields, the small maps' keys sorted (the large multisets are not: their
         order is never read)."""
         out = dict(self.__dict__)
+        del out["frames"]
         for name in ("fault", "per_source", "rejections", "removed_by", "failed"):
             if out[name] is not None:
                 out[name] = dict(sorted(out[name].items()))
@@ -593,44 +598,93 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
     (same two 64-bit hashes) is that document, with its source, id and key, so what the
     full scan would find is counted from the table. A target with any other line (or no
     usable table) is scanned in full here, as :func:`scan_file` scans it."""
-    tables = [pl.read_ipc(lines_path(scan_path(work_dir, p)))
-              for p, s in scans.items() if s.line_table == LINE_SCHEME]
+    tables = []
+    for p, s in scans.items():
+        if s.line_table != LINE_SCHEME:
+            continue
+        table = pl.read_ipc(lines_path(scan_path(work_dir, p)))
+        tables.append(table)
+        # the table's rows are the file's documents: their ids; and their keys, when
+        # every object is a document (the keys are of every object)
+        if "id" in table.columns:
+            s.frames["ids"] = _frame(table.group_by("id").len(), "id")
+        if "key" in table.columns and s.documents + s.bad_records == s.rows:
+            s.frames["keys"] = _frame(
+                table.filter(pl.col("key").is_not_null()).group_by("key").len(), "key")
     ref = None
     if tables and all(t.schema == tables[0].schema for t in tables):
-        ref = pl.concat(tables).unique(subset=["h0", "h1"], keep="first")
+        # a line's attributes are a function of its bytes: which duplicate stays is moot
+        ref = pl.concat(tables).unique(subset=["h0", "h1"], keep="any")
+    usable, rescan = [], []
     for path, scan in scans.items():
         d = scan.deferred
         if d is None:
             continue
-        fields = tuple(d["comparison_fields"])
-        joined = None
         if ref is not None and d["line_scheme"] == LINE_SCHEME \
                 and (not d["want_ids"] or "id" in ref.columns) \
-                and (not fields or "key" in ref.columns):
-            hashes = pl.read_ipc(lines_path(scan_path(work_dir, path)))
-            joined = hashes.group_by(["h0", "h1"]).len().join(ref, on=["h0", "h1"],
-                                                               how="left")
-            if joined["source"].null_count():
-                joined = None  # a line that is no reference document
-        if joined is None:
-            spec = d["spec"]
-            scans[path] = scan_file(
-                path, RecordSpec(**{**spec, "metadata_fields": tuple(spec["metadata_fields"])}),
-                want_ids=d["want_ids"], comparison_fields=fields,
-                digest=scan.sha256 is not None)
-            continue
-        scan.documents = int(joined["len"].sum())
-        scan.per_source = dict(sorted(_sums(joined, "source").items()))
+                and (not d["comparison_fields"] or "key" in ref.columns):
+            usable.append(path)
+        else:
+            rescan.append(path)
+    if usable:  # one join of every target's lines with the tables, "t": which target
+        assert ref is not None
+        lines = pl.concat([pl.read_ipc(lines_path(scan_path(work_dir, path)))
+                           .with_columns(t=pl.lit(i, pl.Int32)) for i, path in enumerate(usable)])
+        joined = lines.join(ref, on=["h0", "h1"], how="left")
+        unmatched = set(joined.filter(pl.col("source").is_null())["t"].unique().to_list())
+        rescan += [usable[i] for i in sorted(unmatched)]  # a line that is no document's
+        _fill(scans, {i: path for i, path in enumerate(usable) if i not in unmatched},
+              joined.filter(~pl.col("t").is_in(list(unmatched))))
+    for path in sorted(rescan):
+        scan = scans[path]
+        d = scan.deferred
+        assert d is not None
+        spec = d["spec"]
+        scans[path] = scan_file(
+            path, RecordSpec(**{**spec, "metadata_fields": tuple(spec["metadata_fields"])}),
+            want_ids=d["want_ids"], comparison_fields=tuple(d["comparison_fields"]),
+            digest=scan.sha256 is not None)
+
+
+def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFrame) -> None:
+    """The deferred targets' counts (``matched``: by ``t``) from their lines joined with
+    the tables (each target's lines all matched)."""
+    def per_target(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
+        return {key[0]: part for key, part in
+                frame.partition_by("t", as_dict=True, include_key=False).items()}
+
+    docs = dict(joined.group_by("t").len().iter_rows())
+    sources = per_target(joined.group_by("t", "source").len())
+    ids = per_target(joined.group_by("t", "id").len()) if "id" in joined.columns else {}
+    keyed = "key" in joined.columns
+    keys = per_target(joined.filter(pl.col("key").is_not_null()).group_by("t", "key").len()) \
+        if keyed else {}
+    missing = dict(joined.filter(pl.col("key").is_null()).group_by("t").len().iter_rows()) \
+        if keyed else {}
+    none = pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
+    for i, path in matched.items():
+        scan = scans[path]
+        d = scan.deferred
+        assert d is not None
+        scan.documents = docs.get(i, 0)
+        scan.per_source = dict(sorted(_dict(_frame(sources[i], "source")).items())) \
+            if i in sources else {}
         if d["want_ids"]:
-            scan.ids = _sums(joined, "id")
-        if fields:
-            scan.keys = _sums(joined.filter(pl.col("key").is_not_null()), "key")
-            scan.missing_keys = int(joined.filter(pl.col("key").is_null())["len"].sum())
+            scan.frames["ids"] = _frame(ids[i], "id") if i in ids else none
+            scan.ids = _dict(scan.frames["ids"])
+        if d["comparison_fields"]:
+            scan.frames["keys"] = _frame(keys[i], "key") if i in keys else none
+            scan.keys = _dict(scan.frames["keys"])
+            scan.missing_keys = missing.get(i, 0)
             scan.key_scheme = KEY_SCHEME
         scan.deferred = None
 
 
-def _sums(joined: pl.DataFrame, column: str) -> dict[str, int]:
-    """The lines counted by ``column``'s value."""
-    sums = joined.group_by(column).agg(pl.col("len").sum())
-    return dict(zip(sums[column].to_list(), sums["len"].to_list(), strict=True))
+def _frame(counts: pl.DataFrame, column: str) -> pl.DataFrame:
+    """A multiset frame ``(k: str, n: i64)`` from a group-by's ``(column, len)``."""
+    return counts.select(k=pl.col(column), n=pl.col("len").cast(pl.Int64))
+
+
+def _dict(frame: pl.DataFrame) -> dict[str, int]:
+    return dict(zip(frame["k"].to_list(), frame["n"].to_list(), strict=True))
+

@@ -310,7 +310,12 @@ def _completed(tmp: Path, target: str, reference: str, **kw: Any) -> FileScan:
     stage = _stage(tmp, [target], [reference], **kw)
     for path in (target, reference):
         stage.process(FileGroupTask(data=[path]))
-    return load_scans(tmp / "work", [target, reference])[target]
+    scans = load_scans(tmp / "work", [target, reference])
+    for scan in scans.values():  # the frames the checks take are the same multisets
+        for name, frame in scan.frames.items():
+            assert dict(zip(frame["k"].to_list(), frame["n"].to_list(), strict=True)) == \
+                getattr(scan, name)
+    return scans[target]
 
 
 def _full(target: str, keyed: bool = True) -> dict[str, Any]:
@@ -359,6 +364,7 @@ def test_a_target_of_reference_lines_is_completed_as_the_full_scan_reads_it(
     got = _completed(tmp_path, target, ref)
     assert got.to_json() == full
     assert got.rows == 2 * len(docs)
+    assert set(got.frames) == {"ids", "keys"}
 
 
 def _is_document(line: bytes) -> bool:
