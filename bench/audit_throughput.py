@@ -21,6 +21,7 @@ MB/s per core are of the corpus (the reference), as for the filter. Target (issu
 
     .venv/bin/python bench/audit_throughput.py                 # 500 MB
     .venv/bin/python bench/audit_throughput.py --mb 64 --repeat 1
+    .venv/bin/python bench/audit_throughput.py --variants floor,audit:all --interleave
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/cb-filter-data"))
     parser.add_argument("--variants", default="floor," + ",".join(f"audit:{m}" for m in MODES))
+    parser.add_argument("--interleave", action="store_true",
+                        help="run every variant once per repetition, in turn (a noisy minute "
+                             "on a shared machine lands on all of them)")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/audit_throughput.json)")
     args = parser.parse_args()
@@ -85,7 +89,8 @@ def main() -> None:
 
     variants = {"floor": floor, **{f"audit:{m}": audit(m) for m in MODES}}
     pl.DataFrame({"a": [1]}).write_ndjson(work / "warm.jsonl")
-    results = run_variants(variants, args.variants.split(","), args.repeat, data_mb, docs)
+    results = run_variants(variants, args.variants.split(","), args.repeat, data_mb, docs,
+                           interleave=args.interleave)
     C.write_result(NAME, {"data_mb": data_mb, "scanned_mb": scanned_mb, "docs": docs,
                           "files": len(b.files), "machine_load": C.machine_load(),
                           "results": results}, args.out)

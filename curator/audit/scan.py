@@ -27,6 +27,15 @@ not plain (a non-string id or source, a record that is not a document). The corp
 fingerprint is the profile's definition (:mod:`curator.corpus.fingerprint`) summed per
 batch. Containment keys (:func:`row_keys`) hash a batch's comparison values with
 polars.
+
+**Target lines reused from the reference** (docs/audit.md). When the stage knows the
+run's reference files (keyed or fingerprinted files that are neither target nor
+rejected), a reference unit also writes its documents' lines table (each document
+line's two hashes, :mod:`curator.audit._lines`, with its source, id and key), and a
+target unit does not parse: it reads, digests and hashes its lines (``deferred``).
+:func:`load_scans` completes the targets with one join of their lines with the tables;
+a target with a line that is no reference document's is scanned in full there, with
+:func:`scan_file`, so the result is always what the full scan gives.
 """
 
 from __future__ import annotations
