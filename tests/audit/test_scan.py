@@ -344,17 +344,18 @@ def test_line_hashes_split_as_bytes_split_and_strip() -> None:
 @pytest.mark.parametrize("name", ["clean", "bom", "bad lines", "string ids", "ascii ids",
                                   "blank lines", "crlf", "duplicate keys", "escaped keys",
                                   "u2028 line", "lone surrogate", "cr inside"])
+@pytest.mark.parametrize("suffix", ["", ".zst"])
 def test_a_target_of_reference_lines_is_completed_as_the_full_scan_reads_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, suffix: str) -> None:
     """A target whose every row is a reference document's line, byte for byte, is not
     parsed: the driver counts it from the reference's table, and finds what the full
     scan finds (the reference's bad lines and non-documents are kept out of the target,
     as the filter keeps them out)."""
-    ref = _write(tmp_path, "ref", HOSTILE[name], "")
+    ref = _write(tmp_path, "ref", HOSTILE[name], suffix)
     docs = [line for line in HOSTILE[name].removeprefix(b"\xef\xbb\xbf").split(b"\n")
             if line.strip() and _is_document(line)]
     target = _write(tmp_path, "target", b"".join(line + b"\n" for line in docs[::-1] + docs),
-                    "")
+                    suffix)
     full = _full(target)
 
     def no_rescan(*a: Any, **k: Any) -> None:
