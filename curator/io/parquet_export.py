@@ -62,11 +62,17 @@ def _json_text(values: list[Any]) -> list[str | None]:
 def _records(path: Path) -> list[dict[str, Any]]:
     """Every record of a JSONL shard, in order (blank lines are not records)."""
     try:
-        return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        records = [orjson.loads(line) for line in path.read_bytes().splitlines()
+                   if line.strip()]
     except orjson.JSONDecodeError as exc:
         raise CuratorError("parquet_export_failed",
                            f"{path}: a line is not JSON ({exc}); the JSONL shards are "
                            "kept: rerun with output_format: jsonl") from exc
+    if not all(isinstance(r, dict) for r in records):
+        raise CuratorError("parquet_export_failed",
+                           f"{path}: a line is not a JSON object; the JSONL shards are "
+                           "kept: rerun with output_format: jsonl")
+    return records
 
 
 def _same(got: Any, value: Any) -> bool:

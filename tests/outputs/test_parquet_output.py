@@ -120,8 +120,10 @@ def test_polars_coercions_are_refused_value_by_value(tmp_path: Path) -> None:
     _rows_match(tmp_path / "parquet" / "part_0.parquet", shards[0], block["json_columns"])
 
 
-def test_a_line_that_is_not_json_is_an_error_not_a_lost_row(tmp_path: Path) -> None:
-    shards = _shards(tmp_path, ['{"id": "a"}', '{"id": '])
+@pytest.mark.parametrize("line", ['{"id": ', '["not", "an", "object"]'])
+def test_a_line_that_is_not_a_record_is_an_error_not_a_lost_row(tmp_path: Path,
+                                                                  line: str) -> None:
+    shards = _shards(tmp_path, ['{"id": "a"}', line])
     with pytest.raises(CuratorError) as err:
         export_parquet(tmp_path, shards)
     assert err.value.error_id == "parquet_export_failed"
