@@ -213,10 +213,20 @@ class FileScan:
     #: a target file read without parsing (its lines' hashes written): what
     #: :func:`load_scans` needs to complete it from the reference's lines table
     deferred: dict[str, Any] | None = None
+    #: the multisets (``ids``, ``keys``) a reference unit left in its lines table
+    #: instead of writing them here (``ids`` and ``keys`` then empty): :func:`load_scans`
+    #: takes them from the table, as frames
+    in_table: list[str] = field(default_factory=list)
     #: ``ids`` and ``keys`` as polars frames ``(k, n)``, when :func:`load_scans` has them
     #: already (the same multisets: the checks take a frame where there is one); never
     #: written
     frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+
+    def counts(self, name: str) -> dict[str, int]:
+        """The multiset ``ids`` or ``keys`` as a map, wherever it is held (a frame from
+        :func:`load_scans`, or the map the unit wrote)."""
+        frame = self.frames.get(name)
+        return getattr(self, name) if frame is None else _dict(frame)
 
     def to_json(self) -> dict[str, Any]:
         """The fields, the small maps' keys sorted (the large multisets are not: their
@@ -478,12 +488,22 @@ class _Summary:
         for reason, n in self.rejections.items():
             scan.rejections[reason] = scan.rejections.get(reason, 0) + n
         ids = None
+        # with a table, the multisets it holds are not written as maps (the driver
+        # groups the table's columns): the ids always (they are the documents'), the
+        # keys when every object is a document (the table's rows are the documents)
+        table = self.hashes is not None
         if self.want_ids:
             ids = self._id_keys()
-            scan.ids = _counts(ids)
+            if table:
+                scan.in_table.append("ids")
+            else:
+                scan.ids = _counts(ids)
         if self.keys is not None:
-            scan.keys, scan.key_scheme = self.keys.result(), KEY_SCHEME
-            scan.missing_keys = self.keys.missing
+            scan.key_scheme, scan.missing_keys = KEY_SCHEME, self.keys.missing
+            if table and scan.documents + scan.bad_records == scan.rows:
+                scan.in_table.append("keys")
+            else:
+                scan.keys = self.keys.result()
         if self.digest is not None:
             scan.fingerprint = self.digest.to_json()
         if self.hashes is None:
@@ -590,7 +610,7 @@ def load_scans(work_dir: str | Path, paths: list[str]) -> dict[str, FileScan]:
     for path in paths:
         data = orjson.loads(scan_path(work_dir, path).read_bytes())
         out[path] = FileScan(**data)
-    if any(s.deferred is not None for s in out.values()):
+    if any(s.deferred is not None or s.line_table is not None for s in out.values()):
         complete(work_dir, out)
     # a scan written before schemes were recorded has keys and no scheme
     schemes = {str(s.key_scheme) for s in out.values() if s.keys or s.key_scheme}
@@ -620,6 +640,10 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
         if "key" in table.columns and s.documents + s.bad_records == s.rows:
             s.frames["keys"] = _frame(
                 table.filter(pl.col("key").is_not_null()).group_by("key").len(), "key")
+        if not set(s.in_table) <= set(s.frames):
+            raise CuratorError("audit_scan_incomplete",
+                               f"the scan of {p} left {s.in_table} to its lines table, "
+                               "which lacks them: rerun the audit without its checkpoint")
     ref = None
     if tables and all(t.schema == tables[0].schema for t in tables):
         # a line's attributes are a function of its bytes: which duplicate stays is moot
@@ -678,12 +702,12 @@ def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFr
         scan.documents = docs.get(i, 0)
         scan.per_source = dict(sorted(_dict(_frame(sources[i], "source")).items())) \
             if i in sources else {}
+        # the multisets as frames only (the checks take them; :meth:`FileScan.counts`
+        # gives them as maps)
         if d["want_ids"]:
             scan.frames["ids"] = _frame(ids[i], "id") if i in ids else none
-            scan.ids = _dict(scan.frames["ids"])
         if d["comparison_fields"]:
             scan.frames["keys"] = _frame(keys[i], "key") if i in keys else none
-            scan.keys = _dict(scan.frames["keys"])
             scan.missing_keys = missing.get(i, 0)
             scan.key_scheme = KEY_SCHEME
         scan.deferred = None
