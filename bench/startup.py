@@ -62,6 +62,8 @@ def slowest_imports(env: dict[str, str], top: int = 8) -> list[tuple[str, float]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="result file (default bench/results/startup.json)")
     args = ap.parse_args()
 
     with C.temp_dir("startup") as tmp:
@@ -105,7 +107,7 @@ def main() -> None:
           ", ".join(f"{n} {s:.2f}" for n, s in imports))
     C.write_result(NAME, {"reps": args.reps, "wall_seconds": times, "median": med,
                           "targets": {"direct": 3.0, "running server": 1.0},
-                          "slowest_imports": imports, "machine": C.machine_load()})
+                          "slowest_imports": imports, "machine": C.machine_load()}, args.out)
 
 
 if __name__ == "__main__":

@@ -121,6 +121,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--all-steps", action="store_true",
                         help="profile, decontaminate, subset and audit after the filter")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the figures there (JSON; run_all.py passes one)")
     args = parser.parse_args()
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
@@ -176,9 +178,13 @@ def main() -> int:
                     _more_steps(out, src_holdout, {**execution, "checkpoint_path": ckpt},
                                 block, where, times)
         size = sum(p.stat().st_size for p in (work / "raw").iterdir())
-        print(json.dumps({"input_mb": round(size / 1e6, 1), "files": args.files,
-                          "workers": args.workers, "repeat": args.repeat, **times,
-                          "load_average_1min": round(os.getloadavg()[0], 1)}))
+        figures = {"input_mb": round(size / 1e6, 1), "files": args.files,
+                   "workers": args.workers, "repeat": args.repeat, **times,
+                   "load_average_1min": round(os.getloadavg()[0], 1)}
+        print(json.dumps(figures))
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({"results": figures}, indent=1) + "\n")
     finally:
         server.terminate()
         server.wait(10)
