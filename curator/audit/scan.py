@@ -25,8 +25,9 @@ bad line), and what the checks need is taken from the batch's records column by 
 (sources, ids, texts), with the exact per-record rules only for the records that are
 not plain (a non-string id or source, a record that is not a document). The corpus
 fingerprint is the profile's definition (:mod:`curator.corpus.fingerprint`) summed per
-batch. Containment keys (:func:`row_keys`) hash a batch's comparison values with
-polars.
+batch. Containment keys (:func:`row_keys`): with the id and the text as comparison
+fields, the fingerprint's row digest (computed once for both); otherwise a batch's
+comparison values hashed with polars.
 
 **Target lines reused from the reference** (docs/audit.md). When the stage knows the
 run's reference files (keyed or fingerprinted files that are neither target nor
@@ -79,7 +80,8 @@ NOT_A_FILE = "not a file"
 
 #: lines parsed and summarised at a time (bounds the parsed records held in memory)
 BATCH_LINES = 8192
-#: how containment keys are made (recorded in each scan: keys of two schemes never meet)
+#: how containment keys are made by polars hashes (recorded in each scan: keys of two
+#: schemes never meet; :attr:`_Keys.scheme`)
 KEY_SCHEME = f"polars {pl.__version__} hash(0) per value | sha256 canonical json"
 #: the characters orjson escapes in a string (checked against orjson in the tests): an
 #: id without them is ``'"' + id + '"'`` in canonical JSON
@@ -92,31 +94,37 @@ def id_key(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def row_key(record: dict[str, Any], fields: tuple[str, ...]) -> str | None:
+def row_key(record: dict[str, Any], fields: tuple[str, ...],
+            spec: RecordSpec | None = None) -> str | None:
     """The containment key of one record, by the exact (per-record) rule: see
     :func:`row_keys`, which gives the same key for a batch (``None`` when the record
     lacks one of ``fields``)."""
-    acc = _Keys(fields)
+    acc = _Keys(fields, spec)
     acc.add([record])
     return None if acc.missing else next(iter(acc.result()))
 
 
-def row_keys(records: Sequence[dict[str, Any]], fields: tuple[str, ...]
-             ) -> tuple[Counter[str], int]:
+def row_keys(records: Sequence[dict[str, Any]], fields: tuple[str, ...],
+             spec: RecordSpec | None = None) -> tuple[Counter[str], int]:
     """The multiset of the records' containment keys, and how many records lack a field.
 
-    A record whose comparison values are all strings (an id and a text) is keyed by the
+    When the comparison fields are the id and the text field (``spec``'s, in either
+    order), a record whose id and text are strings is keyed by its corpus-fingerprint
+    row digest (:mod:`curator.corpus.fingerprint`:
+    ``sha256(f"{id}\\0{sha256hex(text)}")``), its first 16 bytes as 32 hex digits: the
+    scan computes that digest once per document for the fingerprint and the key. With
+    other comparison fields, a record whose values are all strings is keyed by the
     64-bit polars hash (seed 0) of each value, as ``"<h_id>:<h_text>"``, computed a batch
     at a time. Any other record is keyed by the sha256 of the canonical JSON array of its
     values (compact, keys sorted, UTF-8 unescaped, written with orjson; 64 hex digits,
-    so the two kinds never meet). Keys are compared within one run only, never
-    persisted beyond its work dir: polars' hash is stable within one polars version
-    (each scan records :data:`KEY_SCHEME`, and :func:`load_scans` refuses to mix two).
-    Two different rows share a key only if every value that differs collides: about
-    2**-64 per pair of rows (a text changed under the same id), 2**-128 when two values
-    differ; a collision could only hide a missing row.
+    so the kinds never meet). Keys are compared within one run only, never persisted
+    beyond its work dir: polars' hash is stable within one polars version (each scan
+    records its scheme, :attr:`_Keys.scheme`, and :func:`load_scans` refuses to mix
+    two). Two different rows share a polars key only if every value that differs
+    collides: about 2**-64 per pair of rows (a text changed under the same id); a digest
+    key, about 2**-128 per pair; a collision could only hide a missing row.
     """
-    acc = _Keys(fields)
+    acc = _Keys(fields, spec)
     acc.add(records)
     return Counter(acc.result()), acc.missing
 
@@ -126,50 +134,79 @@ def _only(values: list[Any], kind: type) -> bool:
     return set(map(type, values)) <= {kind}
 
 
+def row_digests(ids: list[str], texts: list[str]) -> list[bytes]:
+    """Each (string) id and text's corpus-fingerprint row digest:
+    ``sha256(f"{id}\\0{sha256hex(text)}")`` (:mod:`curator.corpus.fingerprint`)."""
+    sha = hashlib.sha256
+    return [sha(f"{i}\0{sha(t.encode('utf-8', 'surrogatepass')).hexdigest()}"
+                .encode("utf-8", "surrogatepass")).digest()
+            for i, t in zip(ids, texts, strict=True)]
+
+
 class _Keys:
     """A multiset of containment keys (:func:`row_keys`), added a batch at a time; each
     batch's keys are kept per row (null: the row lacks a field), in the rows' order."""
 
-    def __init__(self, fields: tuple[str, ...]) -> None:
+    def __init__(self, fields: tuple[str, ...], spec: RecordSpec | None = None) -> None:
         self.fields = fields
         self.parts: list[pl.Series] = []  # each batch's keys, per row
         self.missing = 0  # rows lacking a field
+        #: the id's and the text's places in ``fields`` when they are the two fields:
+        #: string rows are keyed by their row digest
+        self.digest_at: tuple[int, int] | None = None
+        if spec is not None and spec.id_field and len(fields) == 2 \
+                and spec.id_field != spec.text_field \
+                and set(fields) == {spec.id_field, spec.text_field}:
+            self.digest_at = (fields.index(spec.id_field), fields.index(spec.text_field))
+        #: how the keys are made (recorded in each scan: keys of two schemes never meet)
+        self.scheme = KEY_SCHEME if self.digest_at is None else \
+            f"sha256 row digest of {list(fields)}[:16] | sha256 canonical json"
+        #: the last batch's row digests, when every row was keyed by one
+        self.digests: list[bytes] | None = None
 
     def add(self, records: Sequence[dict[str, Any]],
             known: dict[str | None, list[Any] | None] | None = None) -> pl.Series:
         """The records' keys, per record (null where one lacks a field). ``known``: a
         field's values already taken (``record.get(field)``), used when all are strings."""
         known = known or {}
-        cols = []
+        cols, plain = [], True
         for f in self.fields:
             col = known.get(f)
-            cols.append(col if col is not None and _only(col, str)
-                        else [r.get(f, _ABSENT) for r in records])
-        if all(_only(col, str) for col in cols):
-            keys = self._hash(cols)
+            if col is None or not _only(col, str):
+                col = [r.get(f, _ABSENT) for r in records]
+                plain = plain and _only(col, str)
+            cols.append(col)
+        self.digests = None
+        if plain:
+            keys = self._hash(cols, keep=True)
         else:
             out: list[str | None] = [None] * len(records)
-            plain: list[list[str]] = [[] for _ in self.fields]
+            plain_cols: list[list[str]] = [[] for _ in self.fields]
             at = []  # the plain rows' places
             for i, row in enumerate(zip(*cols, strict=True)):
                 if any(v is _ABSENT for v in row):
                     self.missing += 1
                 elif all(type(v) is str for v in row):
                     at.append(i)
-                    for col, v in zip(plain, row, strict=True):
+                    for col, v in zip(plain_cols, row, strict=True):
                         col.append(v)
                 else:
                     out[i] = hashlib.sha256(orjson.dumps(
                         list(row), option=orjson.OPT_SORT_KEYS)).hexdigest()
-            for i, key in zip(at, self._hash(plain).to_list(), strict=True):
+            for i, key in zip(at, self._hash(plain_cols).to_list(), strict=True):
                 out[i] = key
             keys = pl.Series(out, dtype=pl.String)
         self.parts.append(keys)
         return keys
 
-    def _hash(self, cols: list[list[str]]) -> pl.Series:
+    def _hash(self, cols: list[list[str]], keep: bool = False) -> pl.Series:
         if not cols or not cols[0]:
             return pl.Series([], dtype=pl.String)
+        if self.digest_at is not None:
+            digests = row_digests(cols[self.digest_at[0]], cols[self.digest_at[1]])
+            if keep:
+                self.digests = digests
+            return pl.Series([d[:16] for d in digests], dtype=pl.Binary).bin.encode("hex")
         names = [f"c{i}" for i in range(len(cols))]
         frame = pl.DataFrame(dict(zip(names, cols, strict=True)),
                              schema=dict.fromkeys(names, pl.String))
@@ -207,7 +244,7 @@ class FileScan:
     failed: dict[str, int] = field(default_factory=dict)  # a rejected file's reasons
     #: the corpus fingerprint's partial sum of its documents (the profile's definition)
     fingerprint: dict[str, Any] | None = None
-    key_scheme: str | None = None  # how `keys` were made (KEY_SCHEME), when there are any
+    key_scheme: str | None = None  # how `keys` were made (_Keys.scheme), when there are any
     #: a reference file: its documents' lines table was written (:data:`LINE_SCHEME`)
     line_table: str | None = None
     #: a target file read without parsing (its lines' hashes written): what
@@ -279,6 +316,8 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
         scan.rows = int(rows.sum())
         scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
                          "comparison_fields": list(comparison_fields),
+                         "key_scheme": _Keys(comparison_fields, spec).scheme
+                         if comparison_fields else None,
                          "spec": _spec_json(spec)}
         return scan, pl.DataFrame({"h0": h0[rows], "h1": h1[rows]})
     lines = (data[start:] if start else data).split(b"\n")
@@ -382,7 +421,7 @@ class _Summary:
         self.sources: Counter[str] = Counter()
         self.rejections: Counter[str] = Counter()
         self.id_values: list[Any] = []  # the documents' ids, as parsed
-        self.keys = _Keys(fields) if fields else None
+        self.keys = _Keys(fields, spec) if fields else None
         self.digest = RowDigest() if fingerprint else None
         self.doc_lines: list[np.ndarray] = []  # for a table: the documents' lines,
         self.doc_sources: list[str | None] = []  # sources (None: MISSING_SOURCE)
@@ -421,7 +460,11 @@ class _Summary:
         if mask is not None and ids is not None:
             ids = list(compress(ids, mask))
         if self.digest is not None:
-            self._fingerprint(ids, texts)
+            digests = None if self.keys is None else self.keys.digests
+            if digests is None:
+                self._fingerprint(ids, texts)
+            else:  # the keys' row digests are the fingerprint's (every id a string)
+                self._sum(digests if mask is None else list(compress(digests, mask)))
         if self.want_ids:
             self.id_values += ids if ids is not None else [None] * len(docs)
         if lines is not None:
@@ -481,6 +524,14 @@ class _Summary:
         self.digest.count += len(texts)
         self.digest.total = (self.digest.total + total) % MOD
 
+    def _sum(self, digests: list[bytes]) -> None:
+        """The fingerprint's sum over documents whose row digests are known."""
+        from_bytes = int.from_bytes
+        assert self.digest is not None
+        self.digest.count += len(digests)
+        self.digest.total = (self.digest.total
+                             + sum(from_bytes(d, "big") for d in digests)) % MOD
+
     def finish(self) -> pl.DataFrame | None:
         """Fills the scan; returns the lines table (with ``table``)."""
         scan = self.scan
@@ -499,7 +550,7 @@ class _Summary:
             else:
                 scan.ids = _counts(ids)
         if self.keys is not None:
-            scan.key_scheme, scan.missing_keys = KEY_SCHEME, self.keys.missing
+            scan.key_scheme, scan.missing_keys = self.keys.scheme, self.keys.missing
             if table and scan.documents + scan.bad_records == scan.rows:
                 scan.in_table.append("keys")
             else:
@@ -648,6 +699,8 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
     if tables and all(t.schema == tables[0].schema for t in tables):
         # a line's attributes are a function of its bytes: which duplicate stays is moot
         ref = pl.concat(tables).unique(subset=["h0", "h1"], keep="any")
+    # the keys in the tables, made as the target's would be
+    key_schemes = {s.key_scheme for s in scans.values() if s.line_table == LINE_SCHEME}
     usable, rescan = [], []
     for path, scan in scans.items():
         d = scan.deferred
@@ -655,7 +708,8 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
             continue
         if ref is not None and d["line_scheme"] == LINE_SCHEME \
                 and (not d["want_ids"] or "id" in ref.columns) \
-                and (not d["comparison_fields"] or "key" in ref.columns):
+                and (not d["comparison_fields"] or ("key" in ref.columns
+                                                    and key_schemes == {d.get("key_scheme")})):
             usable.append(path)
         else:
             rescan.append(path)
@@ -709,7 +763,7 @@ def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFr
         if d["comparison_fields"]:
             scan.frames["keys"] = _frame(keys[i], "key") if i in keys else none
             scan.missing_keys = missing.get(i, 0)
-            scan.key_scheme = KEY_SCHEME
+            scan.key_scheme = d["key_scheme"]
         scan.deferred = None
 
 

@@ -124,7 +124,7 @@ def assert_same_keys(keys: dict[str, int], missing: int, keyed: list[Any],
     # one key per distinct value: each value's key, alone, is one of the scan's keys
     names = {}
     for value in by_value:
-        k, _ = row_keys([dict(zip(FIELDS, orjson.loads(value), strict=True))], FIELDS)
+        k, _ = row_keys([dict(zip(FIELDS, orjson.loads(value), strict=True))], FIELDS, SPEC)
         names[value] = next(iter(k))
     assert len(set(names.values())) == len(names)
     assert {names[v]: n for v, n in by_value.items()} == keys
@@ -246,7 +246,14 @@ def test_only_the_digested_files_are_hashed(tmp_path: Path) -> None:
         "sha256:" + hashlib.sha256(HOSTILE["clean"]).hexdigest()
 
 
-def test_containment_keys_depend_on_the_values_only() -> None:
+@pytest.mark.parametrize("spec", [None, SPEC])
+def test_containment_keys_depend_on_the_values_only(spec: RecordSpec | None) -> None:
+    def row_key(record: dict[str, Any], fields: tuple[str, ...]) -> str | None:
+        return scan_mod.row_key(record, fields, spec)
+
+    def row_keys(records: list[dict[str, Any]], fields: tuple[str, ...]) -> Any:
+        return scan_mod.row_keys(records, fields, spec)
+
     a = {"id": "x", "text": "hello", "source": "one"}
     b = {"source": "two", "text": "hello", "id": "x", "extra": [1]}
     assert row_key(a, FIELDS) == row_key(b, FIELDS)
@@ -261,6 +268,31 @@ def test_containment_keys_depend_on_the_values_only() -> None:
     batch, missing = row_keys([a, b, *different, {"text": "t"}], FIELDS)
     assert missing == 1
     assert batch == Counter(k for k in keys[:1] * 2 + keys[1:])
+
+
+def test_with_the_id_and_text_as_fields_a_key_is_the_fingerprint_row_digest() -> None:
+    """Comparison fields the id and the text (either order): a string row's key is the
+    first 16 bytes of its corpus-fingerprint row digest; any other row keeps the
+    canonical-JSON key; without the spec (or with other fields) the polars key."""
+    def digest_key(doc_id: str, text: str) -> str:
+        key = fingerprint_key(doc_id, text_digest(text)).encode("utf-8", "surrogatepass")
+        return hashlib.sha256(key).digest()[:16].hex()
+
+    rows = [{"id": "x", "text": "hello"}, {"id": "x\u0000y", "text": "h\u00e9\u2028"},
+            {"id": "", "text": ""}]
+    for row in rows:
+        assert row_key(row, FIELDS, SPEC) == digest_key(row["id"], row["text"])
+        assert row_key(row, ("text", "id"), SPEC) == digest_key(row["id"], row["text"])
+        assert row_key(row, FIELDS) != digest_key(row["id"], row["text"])
+    odd = {"id": 1, "text": "hello"}
+    assert row_key(odd, FIELDS, SPEC) == hashlib.sha256(canonical([1, "hello"])).hexdigest()
+    other = RecordSpec(text_field="text", id_field="url")
+    assert row_key(rows[0], FIELDS, other) == row_key(rows[0], FIELDS)
+    # a batch with an odd row keys the string rows the same way
+    batch, missing = row_keys([*rows, odd, {"id": "z"}], FIELDS, SPEC)
+    assert missing == 1
+    assert batch == Counter(row_key(r, FIELDS, SPEC) for r in [*rows, odd])
+    assert scan_mod._Keys(FIELDS, SPEC).scheme != scan_mod._Keys(FIELDS).scheme
 
 
 def test_an_id_without_escapes_is_its_canonical_json() -> None:
