@@ -377,9 +377,9 @@ def check_records(f: AuditFacts) -> Block:
         "rejected_by_gate": dict(sorted(gates.items())),
     }
     if by_id:
-        input_ids = multiset(s.frames.get("ids", s.ids) for s in ref)
-        accounted = multiset([*(s.frames.get("ids", s.ids) for s in out), removed])
-        missing, unexpected = differences(input_ids, accounted)
+        missing, unexpected = differences(
+            (s.frames.get("ids", s.ids) for s in ref),
+            [*(s.frames.get("ids", s.ids) for s in out), removed])
         n_missing, n_unexpected = int(missing["n"].sum()), int(unexpected["n"].sum())
         block.update(missing_count=n_missing, unexpected_count=n_unexpected,
                      missing_ids=sorted(missing["k"].to_list())[:EXAMPLES],
@@ -427,24 +427,40 @@ def _ledger_gates(f: AuditFacts) -> dict[str, int] | None:
 
 
 # -- multisets of ids and keys (polars: the driver's share of a large audit) ------------
-def multiset(maps: Iterable[dict[str, int] | pl.DataFrame]) -> pl.DataFrame:
-    """The sum of multisets ``{key: count}`` (counts positive; or frames ``(k, n)``
-    already) as a frame ``(k, n)``, one row per key."""
-    frames = [m if isinstance(m, pl.DataFrame) else
-              pl.DataFrame({"k": list(m), "n": list(m.values())},
-                           schema={"k": pl.String, "n": pl.Int64}) for m in maps if len(m)]
-    if not frames:
-        return pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
-    return pl.concat(frames).group_by("k").agg(pl.col("n").sum())
+Multiset = dict[str, int] | pl.DataFrame
+_EMPTY = pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
 
 
-def differences(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(a - b, b - a)`` of two :func:`multiset` frames, as ``Counter`` subtraction:
-    the keys with more in one than the other, with how many more."""
-    both = a.join(b, on="k", how="full", coalesce=True, suffix="_b").select(
-        "k", d=pl.col("n").fill_null(0) - pl.col("n_b").fill_null(0))
-    return (both.filter(pl.col("d") > 0).select("k", n="d"),
-            both.filter(pl.col("d") < 0).select("k", n=-pl.col("d")))
+def _frames(maps: Iterable[Multiset]) -> list[pl.DataFrame]:
+    """Multisets ``{key: count}`` (counts positive; or frames ``(k, n)`` already) as
+    frames ``(k, n)``, a key possibly in several."""
+    return [m if isinstance(m, pl.DataFrame) else
+            pl.DataFrame({"k": list(m), "n": list(m.values())},
+                         schema={"k": pl.String, "n": pl.Int64}) for m in maps if len(m)]
+
+
+def total(maps: Iterable[Multiset]) -> int:
+    """How many elements the multisets hold together."""
+    return sum(int(f["n"].sum()) for f in _frames(maps))
+
+
+def distinct(maps: Iterable[Multiset]) -> int:
+    """How many distinct keys the multisets hold together."""
+    frames = _frames(maps)
+    return pl.concat([f.select("k") for f in frames])["k"].n_unique() if frames else 0
+
+
+def differences(a: Iterable[Multiset], b: Iterable[Multiset]
+                ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(A - B, B - A)``, A the sum of the multisets ``a`` and B of ``b``, as
+    ``Counter`` subtraction: the keys with more in one than the other, with how many
+    more (frames ``(k, n)``). One group-by of both sides' counts, ``b``'s negated."""
+    parts = _frames(a) + [f.select("k", n=-pl.col("n")) for f in _frames(b)]
+    if not parts:
+        return _EMPTY, _EMPTY
+    both = pl.concat(parts).group_by("k").agg(pl.col("n").sum())
+    return (both.filter(pl.col("n") > 0),
+            both.filter(pl.col("n") < 0).select("k", n=-pl.col("n")))
 
 
 # -- containment -----------------------------------------------------------------------
@@ -452,8 +468,8 @@ def check_containment(f: AuditFacts) -> Block:
     """The target a multiset subset of the reference, by the comparison fields' key."""
     tgt = [f.scans[p] for p in f.target]
     ref = [f.scans[p] for p in f.reference]
-    t_keys = multiset(s.frames.get("keys", s.keys) for s in tgt)
-    r_keys = multiset(s.frames.get("keys", s.keys) for s in ref)
+    t_keys = [s.frames.get("keys", s.keys) for s in tgt]
+    r_keys = [s.frames.get("keys", s.keys) for s in ref]
     problems = []
     t_missing = sum(s.missing_keys + s.bad_records for s in tgt)
     r_missing = sum(s.missing_keys + s.bad_records for s in ref)
@@ -468,16 +484,16 @@ def check_containment(f: AuditFacts) -> Block:
                         "be among them")
     if not f.reference:
         problems.append("no reference files")
-    ids = multiset(s.frames.get("ids", s.ids) for s in tgt) if f.id_field else None
-    duplicates = 0 if ids is None else int(ids["n"].sum()) - ids.height
+    ids = [s.frames.get("ids", s.ids) for s in tgt]
+    duplicates = total(ids) - distinct(ids) if f.id_field else 0
     verifiable = not problems
     block = {
         "comparison_fields": f.comparison_fields, "duplicate_ids": duplicates,
         "subset_rows": f.rows(f.target), "superset_rows": f.rows(f.reference),
         "verifiable": verifiable, "contained": verifiable and missing_rows == 0,
         "missing_key_count": t_missing + r_missing, "missing_row_count": missing_rows,
-        "target": {"rows": f.rows(f.target), "keyed_rows": int(t_keys["n"].sum())},
-        "reference": {"rows": f.rows(f.reference), "keyed_rows": int(r_keys["n"].sum())},
+        "target": {"rows": f.rows(f.target), "keyed_rows": total(t_keys)},
+        "reference": {"rows": f.rows(f.reference), "keyed_rows": total(r_keys)},
         "problems": problems,
     }
     findings: list[Finding] = []

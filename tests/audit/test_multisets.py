@@ -1,0 +1,44 @@
+"""The driver's multiset arithmetic (curator/audit/checks.py) against ``Counter``'s."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import polars as pl
+
+from curator.audit.checks import differences, distinct, total
+
+
+def _frame(c: Counter[str]) -> pl.DataFrame:
+    return pl.DataFrame({"k": list(c), "n": list(c.values())},
+                        schema={"k": pl.String, "n": pl.Int64})
+
+
+def _as_counter(frame: pl.DataFrame) -> Counter[str]:
+    assert frame["k"].is_unique().all()  # one row per key
+    return Counter(dict(zip(frame["k"].to_list(), frame["n"].to_list(), strict=True)))
+
+
+def test_differences_totals_and_distinct_are_counter_arithmetic() -> None:
+    rnd = random.Random(11)
+    for trial in range(200):
+        keys = [f'"k{i}"' for i in range(rnd.randint(0, 12))]
+
+        def part(keys: list[str] = keys) -> Counter[str]:
+            return Counter(rnd.choice(keys) for _ in range(rnd.randint(0, 6))) if keys \
+                else Counter()
+
+        a = [part() for _ in range(rnd.randint(0, 4))]
+        b = [part() for _ in range(rnd.randint(0, 4))]
+        # each side mixes maps and frames, a key possibly in several parts
+        a_in = [_frame(c) if i % 2 else dict(c) for i, c in enumerate(a)]
+        b_in = [dict(c) if i % 2 else _frame(c) for i, c in enumerate(b)]
+        sum_a, sum_b = sum(a, Counter()), sum(b, Counter())
+        minus, plus = differences(a_in, b_in)
+        assert _as_counter(minus) == sum_a - sum_b, trial
+        assert _as_counter(plus) == sum_b - sum_a, trial
+        assert total(a_in) == sum(sum_a.values())
+        assert distinct(a_in) == len(sum_a)
+    empty = differences([], [{}])
+    assert empty[0].height == empty[1].height == 0
