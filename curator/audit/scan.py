@@ -255,15 +255,16 @@ class FileScan:
     #: takes them from the table, as frames
     in_table: list[str] = field(default_factory=list)
     #: ``ids`` and ``keys`` as polars frames ``(k, n)``, when :func:`load_scans` has them
-    #: already (the same multisets: the checks take a frame where there is one); never
-    #: written
+    #: already (the same multisets, a key possibly in several rows: the checks take a
+    #: frame where there is one); never written
     frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def counts(self, name: str) -> dict[str, int]:
         """The multiset ``ids`` or ``keys`` as a map, wherever it is held (a frame from
         :func:`load_scans`, or the map the unit wrote)."""
         frame = self.frames.get(name)
-        return getattr(self, name) if frame is None else _dict(frame)
+        return getattr(self, name) if frame is None else \
+            _dict(frame.group_by("k").agg(pl.col("n").sum()))
 
     def to_json(self) -> dict[str, Any]:
         """The fields, the small maps' keys sorted (the large multisets are not: their
@@ -687,10 +688,9 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
         # the table's rows are the file's documents: their ids; and their keys, when
         # every object is a document (the keys are of every object)
         if "id" in table.columns:
-            s.frames["ids"] = _frame(table.group_by("id").len(), "id")
+            s.frames["ids"] = _ones(table, "id")
         if "key" in table.columns and s.documents + s.bad_records == s.rows:
-            s.frames["keys"] = _frame(
-                table.filter(pl.col("key").is_not_null()).group_by("key").len(), "key")
+            s.frames["keys"] = _ones(table.filter(pl.col("key").is_not_null()), "key")
         if not set(s.in_table) <= set(s.frames):
             raise CuratorError("audit_scan_incomplete",
                                f"the scan of {p} left {s.in_table} to its lines table, "
@@ -742,9 +742,11 @@ def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFr
 
     docs = dict(joined.group_by("t").len().iter_rows())
     sources = per_target(joined.group_by("t", "source").len())
-    ids = per_target(joined.group_by("t", "id").len()) if "id" in joined.columns else {}
+    # each target's ids and keys one row per line (the multisets ungrouped: the checks
+    # sum them with the other files' in one group-by)
+    ids = per_target(joined.select("t", "id")) if "id" in joined.columns else {}
     keyed = "key" in joined.columns
-    keys = per_target(joined.filter(pl.col("key").is_not_null()).group_by("t", "key").len()) \
+    keys = per_target(joined.select("t", "key").filter(pl.col("key").is_not_null())) \
         if keyed else {}
     missing = dict(joined.filter(pl.col("key").is_null()).group_by("t").len().iter_rows()) \
         if keyed else {}
@@ -759,9 +761,9 @@ def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFr
         # the multisets as frames only (the checks take them; :meth:`FileScan.counts`
         # gives them as maps)
         if d["want_ids"]:
-            scan.frames["ids"] = _frame(ids[i], "id") if i in ids else none
+            scan.frames["ids"] = _ones(ids[i], "id") if i in ids else none
         if d["comparison_fields"]:
-            scan.frames["keys"] = _frame(keys[i], "key") if i in keys else none
+            scan.frames["keys"] = _ones(keys[i], "key") if i in keys else none
             scan.missing_keys = missing.get(i, 0)
             scan.key_scheme = d["key_scheme"]
         scan.deferred = None
@@ -770,6 +772,12 @@ def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFr
 def _frame(counts: pl.DataFrame, column: str) -> pl.DataFrame:
     """A multiset frame ``(k: str, n: i64)`` from a group-by's ``(column, len)``."""
     return counts.select(k=pl.col(column), n=pl.col("len").cast(pl.Int64))
+
+
+def _ones(values: pl.DataFrame, column: str) -> pl.DataFrame:
+    """A multiset frame ``(k: str, n: i64)`` of a column's values, one row each (a key
+    in several rows)."""
+    return values.select(k=pl.col(column), n=pl.lit(1, pl.Int64))
 
 
 def _dict(frame: pl.DataFrame) -> dict[str, int]:

@@ -11,6 +11,12 @@ from curator.audit.checks import differences, distinct, total
 
 
 def _frame(c: Counter[str]) -> pl.DataFrame:
+    """A frame of ``c``, a key in one row with its count or in one row per element
+    (as the driver holds a target's ids), by turns."""
+    if sum(c.values()) % 2:
+        rows = list(c.elements())
+        return pl.DataFrame({"k": rows, "n": [1] * len(rows)},
+                            schema={"k": pl.String, "n": pl.Int64})
     return pl.DataFrame({"k": list(c), "n": list(c.values())},
                         schema={"k": pl.String, "n": pl.Int64})
 
