@@ -64,6 +64,16 @@ class StepInterrupts:
         if first:
             raise interrupted(signum)
 
+    def check(self) -> None:
+        """Raise the interruption a signal asked for, if it has not ended the run yet.
+
+        The handler raises where the signal lands; when that is inside a call that
+        catches every ``Exception`` (a ``logging`` handler's ``emit`` does, and prints
+        "--- Logging error ---"), the raise is swallowed and the run would go on to
+        complete. The run base calls this between phases and after the last one."""
+        if self.received is not None and not self._defer:
+            raise interrupted(self.received)
+
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:
         """A section a signal does not interrupt (it is recorded in :attr:`received`)."""

@@ -235,6 +235,7 @@ class StepRun:
             self.touched_output = True
             clear_stale_temps(*self.output_dirs())  # what a killed run's writers left
             self.execute()
+            self._interrupts.check()  # a signal whose raise was swallowed (interrupts.py)
             if (isinstance(self.config, CorpusStepConfig)
                     and self.config.output_format == "jsonl+parquet"):
                 self.parquet = export_parquet(self.out, self.corpus_files())
@@ -382,6 +383,7 @@ class StepRun:
 
     def phase(self, name: str, partitions: ProcessingStage, stage: Any) -> PipelineResult:
         """One engine pass: ``partitions`` then ``stage``, checkpointed per phase."""
+        self._interrupts.check()  # a signal whose raise was swallowed (interrupts.py)
         pipeline = Pipeline(name=f"{self.key}-{name}")
         pipeline.add_stage(partitions)
         pipeline.add_stage(stage)
@@ -393,6 +395,7 @@ class StepRun:
         )
         self.partitions_total = max(self.partitions_total, result.sources_total)
         self.resumed_partitions += result.sources_skipped
+        self._interrupts.check()
         return result
 
     def producer(self) -> dict[str, Any]:
