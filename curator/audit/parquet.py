@@ -18,7 +18,6 @@ files, orjson the shards):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import orjson
 import pyarrow.parquet as pq
 
+from curator.artifacts import file_digest
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 
 
@@ -37,14 +37,6 @@ def has_parquet_copy(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and isinstance(data.get("parquet"), dict)
-
-
-def _sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
 
 
 def _equal(got: Any, want: Any) -> bool:
@@ -122,7 +114,7 @@ def check_parquet_copy(path: Path) -> Block:
             missing = copy if not copy.is_file() else shard
             findings.append(finding("parquet_copy_missing", f"{missing} is listed but absent"))
             continue
-        if _sha(copy) != entry.get("sha256"):
+        if file_digest(copy) != entry.get("sha256"):
             findings.append(finding("parquet_digest_mismatch",
                                     f"{copy.name}: sha256 differs from the listed one"))
         try:

@@ -47,7 +47,6 @@ import yaml
 from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_files
 from curator.io import storage
 from curator.steps.audit import AuditConfig, run_audit
-from curator.steps.decontamination import DecontaminationConfig, run_decontamination
 from curator.steps.ingest import IngestConfig, run_ingest
 from curator.steps.profile import ProfileConfig, run_profile
 from curator.steps.subset import SubsetConfig, run_subset
@@ -55,7 +54,13 @@ from curator_demo import generate_demo_corpus
 from tests.ingest._support import Cli
 from tests.steps._worlds import KEYS, decontamination_world, filtered_world
 from tests.storage.conftest import s3_objects, upload_dir
-from tests.storage.test_steps_s3 import _largest, _local, _same, _visible
+from tests.storage.test_steps_s3 import (
+    _decontaminated_locally_and_uploaded,
+    _largest,
+    _local,
+    _same,
+    _visible,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -125,14 +130,8 @@ def _profile(raw: Path, s3: str, bucket: str, tmp: Path) -> World:
 
 
 def _decontamination(raw: Path, s3: str, bucket: str, tmp: Path) -> World:
-    train, holdout = decontamination_world(tmp / "world", files=5, docs=20)
-    keys = {**KEYS["decontamination"][0], "partition_size": _largest(train)}
-    local = tmp / "local"
-    run_decontamination(DecontaminationConfig(
-        **keys, train_glob=str(train), holdout_glob=str(holdout), output_dir=str(local),
-        execution=INLINE))
-    upload_dir(s3, train, bucket, "train")
-    upload_dir(s3, holdout, bucket, "holdout")
+    keys, train, holdout, local = _decontaminated_locally_and_uploaded(
+        tmp / "world", s3, bucket, tmp, files=5, docs=20)
     url = f"s3://{bucket}/out"
     return World(
         "decontamination", "decontaminate", "scan", 1, "decontamination_report.json",

@@ -119,11 +119,12 @@ def test_profile_s3_to_s3_writes_the_bytes_of_a_local_run(
 
 
 def _decontaminated_locally_and_uploaded(world: Path, s3_server: str, bucket: str,
-                                         tmp_path: Path) -> tuple[dict, Path, Path, Path]:
-    """The decontamination world run locally (inline: the reference bytes) and its
-    training and holdout files uploaded to ``train/`` and ``holdout/``:
-    ``(keys, train, holdout, the local output)``."""
-    train, holdout = decontamination_world(world / "decon")
+                                         tmp_path: Path, files: int = 3, docs: int = 150
+                                         ) -> tuple[dict, Path, Path, Path]:
+    """The decontamination world (``files`` shards of ``docs``) run locally (inline: the
+    reference bytes) and its training and holdout files uploaded to ``train/`` and
+    ``holdout/``: ``(keys, train, holdout, the local output)``."""
+    train, holdout = decontamination_world(world / "decon", files=files, docs=docs)
     keys = {**KEYS["decontamination"][0], "partition_size": _largest(train)}
     local = tmp_path / "decon"
     run_decontamination(DecontaminationConfig(
