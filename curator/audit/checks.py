@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import polars as pl
-
+from curator.audit.multisets import differences, distinct, total
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
 from curator.corpus.fingerprint import RowDigest
 from curator.io import storage
@@ -424,43 +423,6 @@ def _ledger_gates(f: AuditFacts) -> dict[str, int] | None:
             total.update({k: int(v) for k, v in data["filtered_by_reason"].items()
                           if isinstance(v, int | float)})
     return dict(sorted((k, v) for k, v in total.items() if v)) if seen else None
-
-
-# -- multisets of ids and keys (polars: the driver's share of a large audit) ------------
-Multiset = dict[str, int] | pl.DataFrame
-_EMPTY = pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
-
-
-def _frames(maps: Iterable[Multiset]) -> list[pl.DataFrame]:
-    """Multisets ``{key: count}`` (counts positive; or frames ``(k, n)`` already) as
-    frames ``(k, n)``, a key possibly in several."""
-    return [m if isinstance(m, pl.DataFrame) else
-            pl.DataFrame({"k": list(m), "n": list(m.values())},
-                         schema={"k": pl.String, "n": pl.Int64}) for m in maps if len(m)]
-
-
-def total(maps: Iterable[Multiset]) -> int:
-    """How many elements the multisets hold together."""
-    return sum(int(f["n"].sum()) for f in _frames(maps))
-
-
-def distinct(maps: Iterable[Multiset]) -> int:
-    """How many distinct keys the multisets hold together."""
-    frames = _frames(maps)
-    return pl.concat([f.select("k") for f in frames])["k"].n_unique() if frames else 0
-
-
-def differences(a: Iterable[Multiset], b: Iterable[Multiset]
-                ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(A - B, B - A)``, A the sum of the multisets ``a`` and B of ``b``, as
-    ``Counter`` subtraction: the keys with more in one than the other, with how many
-    more (frames ``(k, n)``). One group-by of both sides' counts, ``b``'s negated."""
-    parts = _frames(a) + [f.select("k", n=-pl.col("n")) for f in _frames(b)]
-    if not parts:
-        return _EMPTY, _EMPTY
-    both = pl.concat(parts).group_by("k").agg(pl.col("n").sum())
-    return (both.filter(pl.col("n") > 0),
-            both.filter(pl.col("n") < 0).select("k", n=-pl.col("n")))
 
 
 # -- containment -----------------------------------------------------------------------

@@ -43,11 +43,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ import orjson
 import polars as pl
 
 from curator.audit._lines import LINE_SCHEME, line_hashes
+from curator.audit.multisets import Multiset, Rows, counts
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.formats import is_compressed
 from curator.corpus.reading import UTF8_BOM, read_bytes
@@ -83,9 +84,9 @@ BATCH_LINES = 8192
 #: how containment keys are made by polars hashes (recorded in each scan: keys of two
 #: schemes never meet; :attr:`_Keys.scheme`)
 KEY_SCHEME = f"polars {pl.__version__} hash(0) per value | sha256 canonical json"
-#: the characters orjson escapes in a string (checked against orjson in the tests): an
-#: id without them is ``'"' + id + '"'`` in canonical JSON
-_JSON_ESCAPED = re.compile('["\\\\\x00-\x1f]')
+#: the characters orjson escapes in a string, as a polars (Rust) regex (checked against
+#: orjson in the tests): an id without them is ``'"' + id + '"'`` in canonical JSON
+_JSON_ESCAPED = r'["\\\x00-\x1f]'
 _ABSENT = object()
 
 
@@ -165,14 +166,14 @@ class _Keys:
         self.digests: list[bytes] | None = None
 
     def add(self, records: Sequence[dict[str, Any]],
-            known: dict[str | None, list[Any] | None] | None = None) -> pl.Series:
-        """The records' keys, per record (null where one lacks a field). ``known``: a
-        field's values already taken (``record.get(field)``), used when all are strings."""
+            known: dict[str | None, list[str]] | None = None) -> pl.Series:
+        """The records' keys, per record (null where one lacks a field). ``known``: the
+        fields whose values were taken already and are all strings."""
         known = known or {}
         cols, plain = [], True
         for f in self.fields:
             col = known.get(f)
-            if col is None or not _only(col, str):
+            if col is None:
                 col = [r.get(f, _ABSENT) for r in records]
                 plain = plain and _only(col, str)
             cols.append(col)
@@ -254,17 +255,16 @@ class FileScan:
     #: instead of writing them here (``ids`` and ``keys`` then empty): :func:`load_scans`
     #: takes them from the table, as frames
     in_table: list[str] = field(default_factory=list)
-    #: ``ids`` and ``keys`` as polars frames ``(k, n)``, when :func:`load_scans` has them
-    #: already (the same multisets, a key possibly in several rows: the checks take a
-    #: frame where there is one); never written
-    frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    #: ``ids`` and ``keys`` as :mod:`curator.audit.multisets` (frames or rows of the
+    #: lines tables), when :func:`load_scans` has them already (the same multisets: the
+    #: checks take these where there are any); never written
+    frames: dict[str, Multiset] = field(default_factory=dict, repr=False, compare=False)
 
     def counts(self, name: str) -> dict[str, int]:
         """The multiset ``ids`` or ``keys`` as a map, wherever it is held (a frame from
         :func:`load_scans`, or the map the unit wrote)."""
-        frame = self.frames.get(name)
-        return getattr(self, name) if frame is None else \
-            _dict(frame.group_by("k").agg(pl.col("n").sum()))
+        held = self.frames.get(name)
+        return getattr(self, name) if held is None else counts(held)
 
     def to_json(self) -> dict[str, Any]:
         """The fields, the small maps' keys sorted (the large multisets are not: their
@@ -402,6 +402,25 @@ def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool
     return objs, good
 
 
+def _values(objs: list[dict[str, Any]], name: str) -> list[Any]:
+    """Each object's ``name`` (None where it has none), as ``obj.get(name)``."""
+    try:
+        return list(map(itemgetter(name), objs))
+    except KeyError:
+        return [obj.get(name) for obj in objs]
+
+
+def _big_sum(digests: list[bytes]) -> int:
+    """The sum of 32-byte digests read as big-endian integers (``int.from_bytes``): the
+    sums of their eight 32-bit limbs (numpy; no overflow below 2**32 digests) shifted
+    into place."""
+    if not digests:
+        return 0
+    limbs = np.frombuffer(b"".join(digests), dtype=">u4").reshape(-1, 8).sum(
+        axis=0, dtype=np.uint64)
+    return sum(int(limb) << (32 * (7 - i)) for i, limb in enumerate(limbs))
+
+
 def _count(values: list[Any]) -> Counter[Any] | None:
     """``Counter(values)``, or None when a value cannot be hashed (a list, an object)."""
     try:
@@ -435,13 +454,18 @@ class _Summary:
         spec = self.spec
         idf = spec.id_field
         sources = self._sources(objs)
-        texts = [obj.get(spec.text_field) for obj in objs]
-        ids = [obj.get(idf) for obj in objs] if idf else None
-        keys = None if self.keys is None else \
-            self.keys.add(objs, {spec.text_field: texts, idf: ids})
+        texts = _values(objs, spec.text_field)
+        ids = _values(objs, idf) if idf else None
+        plain = _only(texts, str)  # every text a string
+        if self.keys is None:
+            keys = None
+        else:  # the columns taken, when all are strings
+            known: dict[str | None, list[str]] = {spec.text_field: texts} if plain else {}
+            if ids is not None and _only(ids, str):
+                known[idf] = ids
+            keys = self.keys.add(objs, known)
         mask = None  # which records are documents, when not all are
-        if not spec.require_id and _only(texts, str) and all(texts) \
-                and not any(map(str.isspace, texts)):
+        if not spec.require_id and plain and all(texts) and not any(map(str.isspace, texts)):
             docs = objs  # every record a document (classify_record's checks, by column)
         else:  # the kernel's rule, record by record
             docs, kept, mask = [], [], []
@@ -485,7 +509,7 @@ class _Summary:
         if sf is None:
             self.sources[MISSING_SOURCE] += len(objs)
             return [None] * len(objs)
-        values = [obj.get(sf) for obj in objs]
+        values = _values(objs, sf)
         counts = _count(values)
         if counts is not None and all(v is None or type(v) is str for v in counts):
             for v, n in counts.items():  # (1, 1.0 and True would merge: str(v) differs)
@@ -499,9 +523,10 @@ class _Summary:
         """The documents' ids as :func:`id_key` strings. A string id that orjson writes
         without escapes is ``'"' + id + '"'``."""
         values = self.id_values
-        if _only(values, str) and not _JSON_ESCAPED.search("".join(values)):
-            return pl.DataFrame({"v": values}, schema={"v": pl.String}).select(
-                pl.concat_str(pl.lit('"'), "v", pl.lit('"'))).to_series()
+        if _only(values, str):
+            ids = pl.DataFrame({"v": values}, schema={"v": pl.String})
+            if not ids["v"].str.contains(_JSON_ESCAPED).any():
+                return ids.select(pl.concat_str(pl.lit('"'), "v", pl.lit('"'))).to_series()
         return pl.Series(list(map(id_key, values)), dtype=pl.String)
 
     def _fingerprint(self, ids: list[Any] | None, texts: list[str]) -> None:
@@ -527,11 +552,9 @@ class _Summary:
 
     def _sum(self, digests: list[bytes]) -> None:
         """The fingerprint's sum over documents whose row digests are known."""
-        from_bytes = int.from_bytes
         assert self.digest is not None
         self.digest.count += len(digests)
-        self.digest.total = (self.digest.total
-                             + sum(from_bytes(d, "big") for d in digests)) % MOD
+        self.digest.total = (self.digest.total + _big_sum(digests)) % MOD
 
     def finish(self) -> pl.DataFrame | None:
         """Fills the scan; returns the lines table (with ``table``)."""
@@ -678,50 +701,58 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
     reference's lines tables: a target line whose bytes are a reference document's line
     (same two 64-bit hashes) is that document, with its source, id and key, so what the
     full scan would find is counted from the table. A target with any other line (or no
-    usable table) is scanned in full here, as :func:`scan_file` scans it."""
-    tables = []
+    usable table) is scanned in full here, as :func:`scan_file` scans it.
+
+    The tables become one frame; each reference file's ids and keys are its rows of it,
+    and a completed target's the rows its lines matched (:class:`Rows`), so the checks
+    net them row by row (:func:`curator.audit.multisets.differences`)."""
+    owners, tables = [], []
     for p, s in scans.items():
-        if s.line_table != LINE_SCHEME:
-            continue
-        table = pl.read_ipc(lines_path(scan_path(work_dir, p)))
-        tables.append(table)
-        # the table's rows are the file's documents: their ids; and their keys, when
-        # every object is a document (the keys are of every object)
-        if "id" in table.columns:
-            s.frames["ids"] = _ones(table, "id")
-        if "key" in table.columns and s.documents + s.bad_records == s.rows:
-            s.frames["keys"] = _ones(table.filter(pl.col("key").is_not_null()), "key")
+        if s.line_table == LINE_SCHEME:
+            owners.append((p, s))
+            tables.append(pl.read_ipc(lines_path(scan_path(work_dir, p))))
+    shared = pl.concat(tables) if tables and all(t.schema == tables[0].schema
+                                                  for t in tables) else None
+    columns = _columns(shared) if shared is not None else {}
+    start = 0
+    for (p, s), table in zip(owners, tables, strict=True):
+        if shared is None:  # each table its own
+            _own_rows(s, _columns(table), np.arange(table.height))
+        else:
+            _own_rows(s, columns, np.arange(start, start + table.height))
+            start += table.height
         if not set(s.in_table) <= set(s.frames):
             raise CuratorError("audit_scan_incomplete",
                                f"the scan of {p} left {s.in_table} to its lines table, "
                                "which lacks them: rerun the audit without its checkpoint")
-    ref = None
-    if tables and all(t.schema == tables[0].schema for t in tables):
-        # a line's attributes are a function of its bytes: which duplicate stays is moot
-        ref = pl.concat(tables).unique(subset=["h0", "h1"], keep="any")
     # the keys in the tables, made as the target's would be
-    key_schemes = {s.key_scheme for s in scans.values() if s.line_table == LINE_SCHEME}
+    key_schemes = {s.key_scheme for _, s in owners}
     usable, rescan = [], []
     for path, scan in scans.items():
         d = scan.deferred
         if d is None:
             continue
-        if ref is not None and d["line_scheme"] == LINE_SCHEME \
-                and (not d["want_ids"] or "id" in ref.columns) \
-                and (not d["comparison_fields"] or ("key" in ref.columns
+        if shared is not None and d["line_scheme"] == LINE_SCHEME \
+                and (not d["want_ids"] or "id" in shared.columns) \
+                and (not d["comparison_fields"] or ("key" in shared.columns
                                                     and key_schemes == {d.get("key_scheme")})):
             usable.append(path)
         else:
             rescan.append(path)
     if usable:  # one join of every target's lines with the tables, "t": which target
-        assert ref is not None
+        assert shared is not None
         lines = pl.concat([pl.read_ipc(lines_path(scan_path(work_dir, path)))
                            .with_columns(t=pl.lit(i, pl.Int32)) for i, path in enumerate(usable)])
-        joined = lines.join(ref, on=["h0", "h1"], how="left")
-        unmatched = set(joined.filter(pl.col("source").is_null())["t"].unique().to_list())
+        rows = shared.select("h0", "h1").with_row_index("r")
+        joined = lines.join(rows, on=["h0", "h1"], how="left").select("t", "r")
+        if joined.height != lines.height:  # a line matched a line repeated in the tables:
+            # a line's attributes are a function of its bytes, so which copy is moot
+            joined = lines.join(rows.unique(subset=["h0", "h1"], keep="any"),
+                                on=["h0", "h1"], how="left").select("t", "r")
+        unmatched = set(joined.filter(pl.col("r").is_null())["t"].unique().to_list())
         rescan += [usable[i] for i in sorted(unmatched)]  # a line that is no document's
         _fill(scans, {i: path for i, path in enumerate(usable) if i not in unmatched},
-              joined.filter(~pl.col("t").is_in(list(unmatched))))
+              joined.filter(~pl.col("t").is_in(list(unmatched))), columns)
     for path in sorted(rescan):
         scan = scans[path]
         d = scan.deferred
@@ -733,53 +764,52 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
             digest=scan.sha256 is not None)
 
 
-def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFrame) -> None:
-    """The deferred targets' counts (``matched``: by ``t``) from their lines joined with
-    the tables (each target's lines all matched)."""
-    def per_target(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
-        return {key[0]: part for key, part in
-                frame.partition_by("t", as_dict=True, include_key=False).items()}
+def _columns(table: pl.DataFrame) -> dict[str, pl.Series]:
+    """A lines table's columns, each one object (multisets over one column net row by
+    row only when they hold the same object: :class:`Rows`)."""
+    return {name: table[name] for name in ("source", "id", "key") if name in table.columns}
 
-    docs = dict(joined.group_by("t").len().iter_rows())
-    sources = per_target(joined.group_by("t", "source").len())
-    # each target's ids and keys one row per line (the multisets ungrouped: the checks
-    # sum them with the other files' in one group-by)
-    ids = per_target(joined.select("t", "id")) if "id" in joined.columns else {}
-    keyed = "key" in joined.columns
-    keys = per_target(joined.select("t", "key").filter(pl.col("key").is_not_null())) \
-        if keyed else {}
-    missing = dict(joined.filter(pl.col("key").is_null()).group_by("t").len().iter_rows()) \
-        if keyed else {}
-    none = pl.DataFrame(schema={"k": pl.String, "n": pl.Int64})
+
+def _own_rows(scan: FileScan, columns: dict[str, pl.Series], rows: np.ndarray) -> None:
+    """A reference file's ids and keys: its ``rows`` of the tables' ``columns``: its
+    documents' ids, and their keys when every object is a document (the keys are of
+    every object)."""
+    if "id" in columns:
+        scan.frames["ids"] = Rows(columns["id"], rows)
+    if "key" in columns and scan.documents + scan.bad_records == scan.rows:
+        keyed = columns["key"].is_not_null().to_numpy()
+        scan.frames["keys"] = Rows(columns["key"], rows[keyed[rows]])
+
+
+def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFrame,
+          columns: dict[str, pl.Series]) -> None:
+    """The deferred targets' counts (``matched``: by ``t``) from their lines' rows
+    ``r`` of the tables (their ``columns``; each target's lines all matched)."""
+    rows = {key[0]: part["r"].cast(pl.Int64).to_numpy() for key, part in
+            joined.partition_by("t", as_dict=True, include_key=False).items()}
+    sources = joined.with_columns(source=columns["source"].gather(joined["r"])) \
+        .group_by("t", "source").len()
+    per_source = {key[0]: dict(zip(part["source"].to_list(), part["len"].to_list(),
+                                   strict=True))
+                  for key, part in sources.partition_by("t", as_dict=True,
+                                                        include_key=False).items()}
+    keyed = columns["key"].is_not_null().to_numpy() if "key" in columns else None
+    none = np.zeros(0, np.int64)
     for i, path in matched.items():
         scan = scans[path]
         d = scan.deferred
         assert d is not None
-        scan.documents = docs.get(i, 0)
-        scan.per_source = dict(sorted(_dict(_frame(sources[i], "source")).items())) \
-            if i in sources else {}
-        # the multisets as frames only (the checks take them; :meth:`FileScan.counts`
-        # gives them as maps)
+        mine = rows.get(i, none)
+        scan.documents = len(mine)
+        scan.per_source = dict(sorted(per_source.get(i, {}).items()))
+        # the multisets as rows of the tables only (the checks take them;
+        # :meth:`FileScan.counts` gives them as maps)
         if d["want_ids"]:
-            scan.frames["ids"] = _ones(ids[i], "id") if i in ids else none
+            scan.frames["ids"] = Rows(columns["id"], mine)
         if d["comparison_fields"]:
-            scan.frames["keys"] = _ones(keys[i], "key") if i in keys else none
-            scan.missing_keys = missing.get(i, 0)
+            assert keyed is not None
+            has = keyed[mine]
+            scan.frames["keys"] = Rows(columns["key"], mine[has])
+            scan.missing_keys = len(mine) - int(has.sum())
             scan.key_scheme = d["key_scheme"]
         scan.deferred = None
-
-
-def _frame(counts: pl.DataFrame, column: str) -> pl.DataFrame:
-    """A multiset frame ``(k: str, n: i64)`` from a group-by's ``(column, len)``."""
-    return counts.select(k=pl.col(column), n=pl.col("len").cast(pl.Int64))
-
-
-def _ones(values: pl.DataFrame, column: str) -> pl.DataFrame:
-    """A multiset frame ``(k: str, n: i64)`` of a column's values, one row each (a key
-    in several rows)."""
-    return values.select(k=pl.col(column), n=pl.lit(1, pl.Int64))
-
-
-def _dict(frame: pl.DataFrame) -> dict[str, int]:
-    return dict(zip(frame["k"].to_list(), frame["n"].to_list(), strict=True))
-
