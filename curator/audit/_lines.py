@@ -22,6 +22,8 @@ polars version (:data:`LINE_SCHEME`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -42,9 +44,25 @@ def newlines(data: bytes, start: int = 0) -> np.ndarray:
     return np.array(out, np.int64)
 
 
+class LineIndex(NamedTuple):
+    """Each line's two hashes, whether it is blank, and its bytes' span
+    ``data[starts[i]:ends[i]]`` (its newline excluded)."""
+
+    h0: np.ndarray
+    h1: np.ndarray
+    blank: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
 def line_hashes(data: bytes, start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(h0, h1, blank)`` of each line of ``data[start:].split(b"\\n")`` (one more line
     than newlines, the last possibly empty)."""
+    return line_index(data, start)[:3]
+
+
+def line_index(data: bytes, start: int = 0) -> LineIndex:
+    """:func:`line_hashes`, and each line's span."""
     nl = newlines(data, start)
     n = len(nl) + 1
     offsets = np.empty(n + 1, np.int64)
@@ -62,4 +80,4 @@ def line_hashes(data: bytes, start: int = 0) -> tuple[np.ndarray, np.ndarray, np
     maybe[nonempty] = np.isin(arr[starts[nonempty]], _WHITESPACE)
     for i in np.flatnonzero(maybe):
         blank[i] = not data[starts[i]:ends[i]].strip()
-    return h0, h1, blank
+    return LineIndex(h0, h1, blank, starts, ends)

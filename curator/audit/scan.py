@@ -44,8 +44,9 @@ from __future__ import annotations
 import hashlib
 import io
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress
 from operator import itemgetter
 from pathlib import Path
@@ -55,7 +56,7 @@ import numpy as np
 import orjson
 import polars as pl
 
-from curator.audit._lines import LINE_SCHEME, line_hashes
+from curator.audit._lines import LINE_SCHEME, line_index
 from curator.audit.multisets import Multiset, Rows, counts
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.formats import is_compressed
@@ -309,10 +310,10 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
     if data and not data.endswith(b"\n"):
         scan.fault = {"kind": TRUNCATED, "offset": data.rfind(b"\n") + 1}
     start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
-    hashes = line_hashes(data, start) if defer or table else None
+    index = line_index(data, start) if defer or table else None
     if defer:
-        assert hashes is not None
-        h0, h1, blank = hashes
+        assert index is not None
+        h0, h1, blank = index[:3]
         rows = ~blank  # the rows (non-blank lines)
         scan.rows = int(rows.sum())
         scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
@@ -321,27 +322,33 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
                          if comparison_fields else None,
                          "spec": _spec_json(spec)}
         return scan, pl.DataFrame({"h0": h0[rows], "h1": h1[rows]})
+    acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint,
+                                         None if index is None else index[:3])
+    if index is not None:  # the lines' spans are known: their rows parsed where they are
+        assert acc is not None
+        view = memoryview(data)
+        numbers = np.flatnonzero(~index.blank)
+        for i in range(0, len(numbers), BATCH_LINES):
+            at = numbers[i:i + BATCH_LINES]  # the rows' line numbers
+            firsts = index.starts[at].tolist()
+            batch = list(map(view.__getitem__, map(slice, firsts, index.ends[at].tolist())))
+            records, good = _parse(scan, batch, partial(list, firsts), exact)
+            acc.add(records, at if good is None else at[np.array(good, np.int64)])
+        return scan, acc.finish()
     lines = (data[start:] if start else data).split(b"\n")
     del data
-    acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint,
-                                         hashes)
     pos = start  # the byte offset of the batch's first line
     for i in range(0, len(lines), BATCH_LINES):
         batch = lines[i:i + BATCH_LINES]
-        records, good = _parse(scan, batch, pos, exact)
+        records, _ = _parse(scan, list(filter(bytes.strip, batch)),
+                            partial(_row_offsets, batch, pos), exact)
         pos += sum(map(len, batch)) + len(batch)
         if acc is None:
             for obj in records:
                 _rejected_line(scan, obj)
-            continue
-        index = None  # with a table: the records' lines, by number
-        if hashes is not None:
-            index = i + (np.flatnonzero(~hashes[2][i:i + len(batch)]) if good is None
-                         else np.array(good, np.int64))
-        acc.add(records, index)
-    if acc is None:
-        return scan, None
-    return scan, acc.finish()
+        else:
+            acc.add(records, None)
+    return scan, None if acc is None else acc.finish()
 
 
 def _spec_json(spec: RecordSpec) -> dict[str, Any]:
@@ -369,12 +376,22 @@ def _read(path: str, scan: FileScan, digest: bool) -> bytes:
     return data
 
 
-def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool
+def _row_offsets(batch: list[bytes], pos: int) -> list[int]:
+    """The byte offsets of a batch's non-blank lines (``pos``: its first line's)."""
+    out = []
+    for line in batch:
+        if line.strip():
+            out.append(pos)
+        pos += len(line) + 1
+    return out
+
+
+def _parse(scan: FileScan, lines: Sequence[bytes | memoryview],
+           offsets: Callable[[], list[int]], exact: bool
            ) -> tuple[list[dict[str, Any]], list[int] | None]:
-    """The objects of a batch of lines (``pos``: the first line's offset), and their
-    lines' places in the batch (None: every non-blank line is one); its rows counted
-    and its bad lines recorded (:func:`_bad`)."""
-    lines = list(filter(bytes.strip, batch))  # the non-blank ones
+    """The objects of a batch of rows (non-blank lines; ``offsets()``: their byte
+    offsets, asked for only when a row is bad), and their rows' places in the batch
+    (None: every row is one); the rows counted and the bad ones recorded (:func:`_bad`)."""
     scan.rows += len(lines)
     if not exact:
         try:
@@ -385,10 +402,7 @@ def _parse(scan: FileScan, batch: list[bytes], pos: int, exact: bool
             if _only(objs, dict):
                 return objs, None
     objs, good = [], []
-    for j, line in enumerate(batch):
-        offset, pos = pos, pos + len(line) + 1
-        if not line.strip():
-            continue
+    for j, (line, offset) in enumerate(zip(lines, offsets(), strict=True)):
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
