@@ -22,6 +22,7 @@ polars version (:data:`LINE_SCHEME`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -33,14 +34,15 @@ LINE_SCHEME = f"polars {pl.__version__} hash(0), hash(1) of a line's bytes and i
 _WHITESPACE = np.array([9, 10, 11, 12, 13, 32], np.uint8)
 
 
-def newlines(data: bytes, start: int = 0) -> np.ndarray:
-    """The offsets of ``data``'s newlines from ``start`` (int64)."""
+def newlines(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray:
+    """The offsets of ``data[:end]``'s newlines from ``start`` (int64)."""
+    end = len(data) if end is None else end
     out = []
     find, append = data.find, out.append
-    i = find(b"\n", start)
+    i = find(b"\n", start, end)
     while i >= 0:
         append(i)
-        i = find(b"\n", i + 1)
+        i = find(b"\n", i + 1, end)
     return np.array(out, np.int64)
 
 
@@ -61,18 +63,19 @@ def line_hashes(data: bytes, start: int = 0) -> tuple[np.ndarray, np.ndarray, np
     return line_index(data, start)[:3]
 
 
-def line_index(data: bytes, start: int = 0) -> LineIndex:
-    """:func:`line_hashes`, and each line's span."""
-    nl = newlines(data, start)
+def line_index(data: bytes, start: int = 0, end: int | None = None) -> LineIndex:
+    """:func:`line_hashes` of ``data[:end]``, and each line's span."""
+    end = len(data) if end is None else end
+    nl = newlines(data, start, end)
     n = len(nl) + 1
     offsets = np.empty(n + 1, np.int64)
-    offsets[0], offsets[1:n], offsets[n] = start, nl + 1, len(data)
+    offsets[0], offsets[1:n], offsets[n] = start, nl + 1, end
     column = pl.from_arrow(pa.LargeBinaryArray.from_buffers(
         pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]))
     assert isinstance(column, pl.Series)
     h0, h1 = column.hash(0).to_numpy(), column.hash(1).to_numpy()
     starts = offsets[:-1]
-    ends = np.append(nl, len(data))  # each line's end, its newline excluded
+    ends = np.append(nl, end)  # each line's end, its newline excluded
     blank = np.zeros(n, np.bool_)
     arr = np.frombuffer(data, np.uint8)
     maybe = ends == starts
@@ -81,3 +84,40 @@ def line_index(data: bytes, start: int = 0) -> LineIndex:
     for i in np.flatnonzero(maybe):
         blank[i] = not data[starts[i]:ends[i]].strip()
     return LineIndex(h0, h1, blank, starts, ends)
+
+
+class StreamedLines(NamedTuple):
+    """:func:`line_hashes` of a file read in chunks: ``(h0, h1, blank)`` of its lines,
+    and the byte offset of its final line (after its last newline; 0 without one)."""
+
+    h0: np.ndarray
+    h1: np.ndarray
+    blank: np.ndarray
+    final: int
+
+
+def stream_line_hashes(chunks: Iterable[bytes], start: int = 0) -> StreamedLines:
+    """:func:`line_hashes` of ``b"".join(chunks)`` from ``start`` (in the first chunk:
+    a BOM skipped), hashing each chunk's complete lines as it comes, so the file is
+    never held whole: a line split across chunks is joined (its bytes only), the others
+    are hashed where they lie."""
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    pending: list[bytes] = []  # the line being read: its bytes so far
+    offset = final = 0  # the chunk's offset in the file; the offset after the last newline
+    for chunk in chunks:
+        i = chunk.find(b"\n", start)
+        if i < 0:
+            pending.append(chunk[start:])
+        else:
+            line = b"".join([*pending, chunk[start:i + 1]])  # the line that was pending
+            parts.append(tuple(a[:1] for a in line_index(line)[:3]))  # type: ignore[arg-type]
+            cut = chunk.rfind(b"\n") + 1
+            if cut > i + 1:  # the chunk's whole lines (the empty value after them dropped)
+                parts.append(tuple(a[:-1] for a in line_index(chunk, i + 1, cut)[:3]))  # type: ignore[arg-type]
+            pending = [chunk[cut:]]
+            final = offset + cut
+        offset += len(chunk)
+        start = 0
+    parts.append(line_index(b"".join(pending))[:3])  # the final line, possibly empty
+    h0, h1, blank = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return StreamedLines(h0, h1, blank, final)

@@ -44,19 +44,19 @@ from __future__ import annotations
 import hashlib
 import io
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import compress
+from itertools import chain, compress
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
 import polars as pl
 
-from curator.audit._lines import LINE_SCHEME, line_index
+from curator.audit._lines import LINE_SCHEME, StreamedLines, line_index, stream_line_hashes
 from curator.audit.multisets import Multiset, Rows, counts
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.formats import is_compressed
@@ -82,6 +82,8 @@ NOT_A_FILE = "not a file"
 
 #: lines parsed and summarised at a time (bounds the parsed records held in memory)
 BATCH_LINES = 8192
+#: bytes a deferred target's unit reads at a time
+CHUNK_BYTES = 8 << 20
 #: how containment keys are made by polars hashes (recorded in each scan: keys of two
 #: schemes never meet; :attr:`_Keys.scheme`)
 KEY_SCHEME = f"polars {pl.__version__} hash(0) per value | sha256 canonical json"
@@ -303,25 +305,29 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
         if not storage.is_file_at(path):  # a local file or an object
             scan.fault = {"kind": NOT_A_FILE, "offset": 0}
             return scan, None
-        data = _read(path, scan, digest)
+        if defer:
+            hashed, length = _hash_lines(path, scan, digest)
+        else:
+            data = _read(path, scan, digest)
+            hashed, length = None, len(data)
     except (OSError, EOFError, ValueError) as exc:
         scan.fault = {"kind": NOT_READABLE, "offset": 0, "detail": f"{type(exc).__name__}: {exc}"}
         return scan, None
-    if data and not data.endswith(b"\n"):
-        scan.fault = {"kind": TRUNCATED, "offset": data.rfind(b"\n") + 1}
-    start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
-    index = line_index(data, start) if defer or table else None
-    if defer:
-        assert index is not None
-        h0, h1, blank = index[:3]
-        rows = ~blank  # the rows (non-blank lines)
+    if hashed is not None:
+        if length and hashed.final != length:  # no newline at the end
+            scan.fault = {"kind": TRUNCATED, "offset": hashed.final}
+        rows = ~hashed.blank  # the rows (non-blank lines)
         scan.rows = int(rows.sum())
         scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
                          "comparison_fields": list(comparison_fields),
                          "key_scheme": _Keys(comparison_fields, spec).scheme
                          if comparison_fields else None,
                          "spec": _spec_json(spec)}
-        return scan, pl.DataFrame({"h0": h0[rows], "h1": h1[rows]})
+        return scan, pl.DataFrame({"h0": hashed.h0[rows], "h1": hashed.h1[rows]})
+    if data and not data.endswith(b"\n"):
+        scan.fault = {"kind": TRUNCATED, "offset": data.rfind(b"\n") + 1}
+    start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+    index = line_index(data, start) if table else None
     acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint,
                                          None if index is None else index[:3])
     if index is not None:  # the lines' spans are known: their rows parsed where they are
@@ -355,6 +361,33 @@ def _spec_json(spec: RecordSpec) -> dict[str, Any]:
     return {"text_field": spec.text_field, "id_field": spec.id_field,
             "source_field": spec.source_field, "metadata_fields": list(spec.metadata_fields),
             "require_id": spec.require_id}
+
+
+def _hash_lines(path: str, scan: FileScan, digest: bool) -> tuple[StreamedLines, int]:
+    """A deferred target's lines hashed, and its (decompressed) length; its size and
+    (with ``digest``) sha256 go to ``scan``. A local uncompressed file is read
+    :data:`CHUNK_BYTES` at a time, hashed as it comes (never held whole)."""
+    if is_compressed(path) or storage.is_remote(path):
+        data = _read(path, scan, digest)
+        start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+        return stream_line_hashes([data], start), len(data)
+    h = hashlib.sha256() if digest else None
+
+    def chunks(f: BinaryIO) -> Iterator[bytes]:
+        while chunk := f.read(CHUNK_BYTES):
+            scan.bytes += len(chunk)
+            if h is not None:
+                h.update(chunk)
+            yield chunk
+
+    with open(path, "rb") as f:
+        read = chunks(f)
+        first = next(read, b"")  # the whole file, or CHUNK_BYTES of it: a BOM is in it
+        hashed = stream_line_hashes(chain([first], read),
+                                    len(UTF8_BOM) if first.startswith(UTF8_BOM) else 0)
+    if h is not None:
+        scan.sha256 = "sha256:" + h.hexdigest()
+    return hashed, scan.bytes
 
 
 def _read(path: str, scan: FileScan, digest: bool) -> bytes:

@@ -383,6 +383,16 @@ def test_line_hashes_split_as_bytes_split_and_strip() -> None:
             # a value is the line and its newline: equal hashes exactly for equal values
             values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
             assert len(set(pairs)) == len(set(values)), name
+    # read in chunks (a target's unit): the same lines, the final line's offset
+    from curator.audit._lines import stream_line_hashes
+    for name, data in HOSTILE.items():
+        start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        for size in (3, 4, 7, 64, len(data) or 1):
+            chunks = [data[i:i + size] for i in range(0, len(data), size)]
+            got = stream_line_hashes(chunks, start)
+            for want, streamed in zip(line_hashes(data, start), got[:3], strict=True):
+                assert want.tolist() == streamed.tolist(), (name, size)
+            assert got.final == data.rfind(b"\n") + 1, (name, size)
     h0, h1, _ = line_hashes(b'{"id":"a","text":"x"}\n{"id":"a","text":"y"}\n'
                             b'{"id":"a","text":"x"}\n{"id":"a","text":"x"}')
     assert (h0[0], h1[0]) == (h0[2], h1[2])
@@ -411,10 +421,34 @@ def test_a_target_of_reference_lines_is_completed_as_the_full_scan_reads_it(
         raise AssertionError("the target was rescanned")
 
     monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
+    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 5)  # the target read 5 bytes at a time
     got = _completed(tmp_path, target, ref)
     assert _materialized(got) == full
     assert got.rows == 2 * len(docs)
     assert set(got.frames) == {"ids", "keys"}
+
+
+@pytest.mark.parametrize("chunk", [4, 1 << 20])
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_reused_target_without_a_final_newline_is_truncated_where_the_full_scan_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, bom: bytes) -> None:
+    """A target of reference lines ending in a blank line without its newline: every row
+    is reused, and the fault (a truncated final record, at the full scan's offset) comes
+    from the unit that read it in chunks."""
+    ref = _write(tmp_path, "ref", HOSTILE["clean"], "")
+    docs = [line for line in HOSTILE["clean"].split(b"\n") if line.strip()
+            and _is_document(line)]
+    target = _write(tmp_path, "target", bom + b"".join(line + b"\n" for line in docs)
+                    + b"  \t", "")
+
+    def no_rescan(*a: Any, **k: Any) -> None:
+        raise AssertionError("the target was rescanned")
+
+    full = _full(target)
+    assert full["fault"]["kind"] == TRUNCATED
+    monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
+    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", chunk)
+    assert _materialized(_completed(tmp_path, target, ref)) == full
 
 
 def _is_document(line: bytes) -> bool:
