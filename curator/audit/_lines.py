@@ -22,7 +22,7 @@ polars version (:data:`LINE_SCHEME`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -47,33 +47,43 @@ def newlines(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray:
 
 
 class LineIndex(NamedTuple):
-    """Each line's two hashes, whether it is blank, and its bytes' span
-    ``data[starts[i]:ends[i]]`` (its newline excluded)."""
+    """Each line's two hashes (None when not asked for), whether it is blank, and its
+    bytes' span ``data[starts[i]:ends[i]]`` (its newline excluded)."""
 
-    h0: np.ndarray
-    h1: np.ndarray
+    h0: np.ndarray | None
+    h1: np.ndarray | None
     blank: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
+
+    def part(self, at: slice) -> LineIndex:
+        """The lines ``at``."""
+        return LineIndex(*(None if a is None else a[at] for a in self))
 
 
 def line_hashes(data: bytes, start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(h0, h1, blank)`` of each line of ``data[start:].split(b"\\n")`` (one more line
     than newlines, the last possibly empty)."""
-    return line_index(data, start)[:3]
+    h0, h1, blank, _, _ = line_index(data, start)
+    assert h0 is not None and h1 is not None
+    return h0, h1, blank
 
 
-def line_index(data: bytes, start: int = 0, end: int | None = None) -> LineIndex:
-    """:func:`line_hashes` of ``data[:end]``, and each line's span."""
+def line_index(data: bytes, start: int = 0, end: int | None = None, hashed: bool = True
+               ) -> LineIndex:
+    """The lines of ``data[start:end]`` (as :func:`line_hashes`): their spans, whether
+    each is blank, and (``hashed``) their hashes."""
     end = len(data) if end is None else end
     nl = newlines(data, start, end)
     n = len(nl) + 1
     offsets = np.empty(n + 1, np.int64)
     offsets[0], offsets[1:n], offsets[n] = start, nl + 1, end
-    column = pl.from_arrow(pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]))
-    assert isinstance(column, pl.Series)
-    h0, h1 = column.hash(0).to_numpy(), column.hash(1).to_numpy()
+    h0 = h1 = None
+    if hashed:
+        column = pl.from_arrow(pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]))
+        assert isinstance(column, pl.Series)
+        h0, h1 = column.hash(0).to_numpy(), column.hash(1).to_numpy()
     starts = offsets[:-1]
     ends = np.append(nl, end)  # each line's end, its newline excluded
     blank = np.zeros(n, np.bool_)
@@ -86,38 +96,37 @@ def line_index(data: bytes, start: int = 0, end: int | None = None) -> LineIndex
     return LineIndex(h0, h1, blank, starts, ends)
 
 
-class StreamedLines(NamedTuple):
-    """:func:`line_hashes` of a file read in chunks: ``(h0, h1, blank)`` of its lines,
-    and the byte offset of its final line (after its last newline; 0 without one)."""
+class Block(NamedTuple):
+    """Whole lines of a file: ``data``, the file's bytes from ``offset`` (or a line
+    joined from several chunks), and its lines' :class:`LineIndex` in ``data``."""
 
-    h0: np.ndarray
-    h1: np.ndarray
-    blank: np.ndarray
-    final: int
+    offset: int
+    data: bytes
+    index: LineIndex
 
 
-def stream_line_hashes(chunks: Iterable[bytes], start: int = 0) -> StreamedLines:
-    """:func:`line_hashes` of ``b"".join(chunks)`` from ``start`` (in the first chunk:
-    a BOM skipped), hashing each chunk's complete lines as it comes, so the file is
-    never held whole: a line split across chunks is joined (its bytes only), the others
-    are hashed where they lie."""
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+def line_blocks(chunks: Iterable[bytes], start: int = 0, hashed: bool = True
+                ) -> Iterator[Block]:
+    """The lines of ``b"".join(chunks)[start:]`` (``start``: in the first chunk, a BOM
+    skipped), as ``bytes.split(b"\\n")`` gives them, a block at a time: each chunk's
+    whole lines where they lie, a line split across chunks joined (its bytes only). The
+    last block holds the final line alone (after the last newline, possibly empty), so
+    the file is never held whole."""
     pending: list[bytes] = []  # the line being read: its bytes so far
-    offset = final = 0  # the chunk's offset in the file; the offset after the last newline
+    offset, at = 0, start  # the chunk's offset in the file; the pending line's
     for chunk in chunks:
         i = chunk.find(b"\n", start)
         if i < 0:
             pending.append(chunk[start:])
         else:
             line = b"".join([*pending, chunk[start:i + 1]])  # the line that was pending
-            parts.append(tuple(a[:1] for a in line_index(line)[:3]))  # type: ignore[arg-type]
+            yield Block(at, line, line_index(line, hashed=hashed).part(slice(0, 1)))
             cut = chunk.rfind(b"\n") + 1
             if cut > i + 1:  # the chunk's whole lines (the empty value after them dropped)
-                parts.append(tuple(a[:-1] for a in line_index(chunk, i + 1, cut)[:3]))  # type: ignore[arg-type]
-            pending = [chunk[cut:]]
-            final = offset + cut
+                yield Block(offset, chunk,
+                            line_index(chunk, i + 1, cut, hashed).part(slice(0, -1)))
+            pending, at = [chunk[cut:]], offset + cut
         offset += len(chunk)
         start = 0
-    parts.append(line_index(b"".join(pending))[:3])  # the final line, possibly empty
-    h0, h1, blank = (np.concatenate(column) for column in zip(*parts, strict=True))
-    return StreamedLines(h0, h1, blank, final)
+    final = b"".join(pending)
+    yield Block(at, final, line_index(final, hashed=hashed))

@@ -50,13 +50,13 @@ from functools import partial
 from itertools import chain, compress
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import orjson
 import polars as pl
 
-from curator.audit._lines import LINE_SCHEME, StreamedLines, line_index, stream_line_hashes
+from curator.audit._lines import LINE_SCHEME, Block, line_blocks
 from curator.audit.multisets import Multiset, Rows, counts
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.formats import is_compressed
@@ -301,93 +301,126 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
     target file's: :func:`load_scans` completes the scan from the reference's tables),
     the hashes of its rows returned."""
     scan = FileScan(path=path)
-    try:
-        if not storage.is_file_at(path):  # a local file or an object
-            scan.fault = {"kind": NOT_A_FILE, "offset": 0}
-            return scan, None
-        if defer:
-            hashed, length = _hash_lines(path, scan, digest)
-        else:
-            data = _read(path, scan, digest)
-            hashed, length = None, len(data)
-    except (OSError, EOFError, ValueError) as exc:
-        scan.fault = {"kind": NOT_READABLE, "offset": 0, "detail": f"{type(exc).__name__}: {exc}"}
+    if not _is_file(path, scan):
         return scan, None
-    if hashed is not None:
-        if length and hashed.final != length:  # no newline at the end
-            scan.fault = {"kind": TRUNCATED, "offset": hashed.final}
-        rows = ~hashed.blank  # the rows (non-blank lines)
-        scan.rows = int(rows.sum())
-        scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
-                         "comparison_fields": list(comparison_fields),
-                         "key_scheme": _Keys(comparison_fields, spec).scheme
-                         if comparison_fields else None,
-                         "spec": _spec_json(spec)}
-        return scan, pl.DataFrame({"h0": hashed.h0[rows], "h1": hashed.h1[rows]})
-    if data and not data.endswith(b"\n"):
-        scan.fault = {"kind": TRUNCATED, "offset": data.rfind(b"\n") + 1}
-    start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
-    index = line_index(data, start) if table else None
-    acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields, fingerprint,
-                                         None if index is None else index[:3])
-    if index is not None:  # the lines' spans are known: their rows parsed where they are
-        assert acc is not None
-        view = memoryview(data)
-        numbers = np.flatnonzero(~index.blank)
-        for i in range(0, len(numbers), BATCH_LINES):
-            at = numbers[i:i + BATCH_LINES]  # the rows' line numbers
-            firsts = index.starts[at].tolist()
-            batch = list(map(view.__getitem__, map(slice, firsts, index.ends[at].tolist())))
-            records, good = _parse(scan, batch, partial(list, firsts), exact)
-            acc.add(records, at if good is None else at[np.array(good, np.int64)])
-        return scan, acc.finish()
-    lines = (data[start:] if start else data).split(b"\n")
-    del data
-    pos = start  # the byte offset of the batch's first line
-    for i in range(0, len(lines), BATCH_LINES):
-        batch = lines[i:i + BATCH_LINES]
-        records, _ = _parse(scan, list(filter(bytes.strip, batch)),
-                            partial(_row_offsets, batch, pos), exact)
-        pos += sum(map(len, batch)) + len(batch)
-        if acc is None:
-            for obj in records:
-                _rejected_line(scan, obj)
-        else:
-            acc.add(records, None)
-    return scan, None if acc is None else acc.finish()
+    chunks = _chunks(path, scan, digest)
+    try:
+        first = next(chunks, b"")  # the whole file, or CHUNK_BYTES of it: a BOM is in it
+        start = len(UTF8_BOM) if first.startswith(UTF8_BOM) else 0
+        blocks = line_blocks(chain([first], chunks), start, hashed=defer or table)
+        if defer:
+            return _deferred(scan, blocks, spec, want_ids, comparison_fields)
+        acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields,
+                                             fingerprint, table)
+        block, count = None, 0
+        for block in blocks:
+            count += 1
+            index = block.index
+            view = memoryview(block.data)
+            numbers = np.flatnonzero(~index.blank)  # the rows (non-blank lines)
+            for i in range(0, len(numbers), BATCH_LINES):
+                at = numbers[i:i + BATCH_LINES]
+                firsts = index.starts[at].tolist()
+                batch = list(map(view.__getitem__, map(slice, firsts, index.ends[at].tolist())))
+                records, good = _parse(scan, batch, partial(_shift, firsts, block.offset),
+                                       exact)
+                if acc is None:
+                    for obj in records:
+                        _rejected_line(scan, obj)
+                    continue
+                hashes = None
+                if table:  # the records' lines' hashes
+                    assert index.h0 is not None and index.h1 is not None
+                    lines = at if good is None else at[np.array(good, np.int64)]
+                    hashes = (index.h0[lines], index.h1[lines])
+                acc.add(records, hashes)
+        assert block is not None  # the final line's block; any other: a newline before
+        _truncated(scan, block, count > 1)
+        return scan, None if acc is None else acc.finish()
+    except _Unreadable as exc:
+        out = FileScan(path=path)  # nothing of a file that could not be read is counted
+        out.fault = {"kind": NOT_READABLE, "offset": 0, "detail": str(exc)}
+        return out, None
+
+
+def _is_file(path: str, scan: FileScan) -> bool:
+    """Whether ``path`` names a file (a local file or an object); if not, the fault."""
+    try:
+        if storage.is_file_at(path):
+            return True
+        scan.fault = {"kind": NOT_A_FILE, "offset": 0}
+    except (OSError, ValueError) as exc:
+        scan.fault = {"kind": NOT_READABLE, "offset": 0, "detail": f"{type(exc).__name__}: {exc}"}
+    return False
+
+
+class _Unreadable(Exception):
+    """Reading (or decompressing) a file failed: raised from :func:`_chunks` only, so
+    an error in what handles the bytes is never taken for an unreadable file."""
+
+
+def _chunks(path: str, scan: FileScan, digest: bool) -> Iterator[bytes]:
+    """The file's bytes (decompressed), :data:`CHUNK_BYTES` at a time for a local
+    uncompressed file, whole for a compressed file or an object (one GET); its size and
+    (with ``digest``) sha256, of the bytes on disk, go to ``scan`` once all is read."""
+    try:
+        if is_compressed(path) or storage.is_remote(path):
+            yield _read(path, scan, digest)
+            return
+        h = hashlib.sha256() if digest else None
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK_BYTES):
+                scan.bytes += len(chunk)
+                if h is not None:
+                    h.update(chunk)
+                yield chunk
+        if h is not None:
+            scan.sha256 = "sha256:" + h.hexdigest()
+    except (OSError, EOFError, ValueError) as exc:
+        raise _Unreadable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _shift(offsets: list[int], by: int) -> list[int]:
+    return [o + by for o in offsets]
+
+
+def _truncated(scan: FileScan, final: Block, newline: bool) -> None:
+    """The fault of a file that does not end in a newline (``final``: the block of its
+    final line; ``newline``: the file has one): a truncated final record at that line
+    (0 without a newline), unless a bad record came before it (a bad final line is
+    reported as the truncation). A file of a BOM alone does not end in a newline."""
+    if final.data or (final.offset and not newline):
+        offset = final.offset if newline else 0
+        if scan.fault is None or scan.fault["offset"] >= offset:
+            scan.fault = {"kind": TRUNCATED, "offset": offset}
+
+
+def _deferred(scan: FileScan, blocks: Iterator[Block], spec: RecordSpec, want_ids: bool,
+              comparison_fields: tuple[str, ...]) -> tuple[FileScan, pl.DataFrame]:
+    """A target's scan without parsing: its rows' hashes, for :func:`load_scans`."""
+    h0s, h1s = [], []
+    block, count = None, 0
+    for block in blocks:
+        count += 1
+        rows = ~block.index.blank
+        scan.rows += int(rows.sum())
+        assert block.index.h0 is not None and block.index.h1 is not None
+        h0s.append(block.index.h0[rows])
+        h1s.append(block.index.h1[rows])
+    assert block is not None
+    _truncated(scan, block, count > 1)
+    scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
+                     "comparison_fields": list(comparison_fields),
+                     "key_scheme": _Keys(comparison_fields, spec).scheme
+                     if comparison_fields else None,
+                     "spec": _spec_json(spec)}
+    return scan, pl.DataFrame({"h0": np.concatenate(h0s), "h1": np.concatenate(h1s)})
 
 
 def _spec_json(spec: RecordSpec) -> dict[str, Any]:
     return {"text_field": spec.text_field, "id_field": spec.id_field,
             "source_field": spec.source_field, "metadata_fields": list(spec.metadata_fields),
             "require_id": spec.require_id}
-
-
-def _hash_lines(path: str, scan: FileScan, digest: bool) -> tuple[StreamedLines, int]:
-    """A deferred target's lines hashed, and its (decompressed) length; its size and
-    (with ``digest``) sha256 go to ``scan``. A local uncompressed file is read
-    :data:`CHUNK_BYTES` at a time, hashed as it comes (never held whole)."""
-    if is_compressed(path) or storage.is_remote(path):
-        data = _read(path, scan, digest)
-        start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
-        return stream_line_hashes([data], start), len(data)
-    h = hashlib.sha256() if digest else None
-
-    def chunks(f: BinaryIO) -> Iterator[bytes]:
-        while chunk := f.read(CHUNK_BYTES):
-            scan.bytes += len(chunk)
-            if h is not None:
-                h.update(chunk)
-            yield chunk
-
-    with open(path, "rb") as f:
-        read = chunks(f)
-        first = next(read, b"")  # the whole file, or CHUNK_BYTES of it: a BOM is in it
-        hashed = stream_line_hashes(chain([first], read),
-                                    len(UTF8_BOM) if first.startswith(UTF8_BOM) else 0)
-    if h is not None:
-        scan.sha256 = "sha256:" + h.hexdigest()
-    return hashed, scan.bytes
 
 
 def _read(path: str, scan: FileScan, digest: bool) -> bytes:
@@ -481,21 +514,20 @@ class _Summary:
     also each document's line, source, id and key (the lines table, :func:`_scan`)."""
 
     def __init__(self, scan: FileScan, spec: RecordSpec, want_ids: bool,
-                 fields: tuple[str, ...], fingerprint: bool,
-                 hashes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
-        self.scan, self.spec, self.want_ids = scan, spec, want_ids
-        self.hashes = hashes  # for a table: the file's lines' (h0, h1, blank)
+                 fields: tuple[str, ...], fingerprint: bool, table: bool = False) -> None:
+        self.scan, self.spec, self.want_ids, self.table = scan, spec, want_ids, table
         self.sources: Counter[str] = Counter()
         self.rejections: Counter[str] = Counter()
         self.id_values: list[Any] = []  # the documents' ids, as parsed
         self.keys = _Keys(fields, spec) if fields else None
         self.digest = RowDigest() if fingerprint else None
-        self.doc_lines: list[np.ndarray] = []  # for a table: the documents' lines,
+        self.doc_hashes: list[np.ndarray] = []  # for a table: the documents' lines' h0, h1,
         self.doc_sources: list[str | None] = []  # sources (None: MISSING_SOURCE)
         self.doc_keys: list[pl.Series] = []  # and keys
 
-    def add(self, objs: list[dict[str, Any]], lines: np.ndarray | None) -> None:
-        """A batch's records (``lines``: their lines' numbers, for a table)."""
+    def add(self, objs: list[dict[str, Any]],
+            hashes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """A batch's records (``hashes``: their lines' h0 and h1, for a table)."""
         if not objs:
             return
         spec = self.spec
@@ -539,12 +571,12 @@ class _Summary:
                 self._sum(digests if mask is None else list(compress(digests, mask)))
         if self.want_ids:
             self.id_values += ids if ids is not None else [None] * len(docs)
-        if lines is not None:
+        if hashes is not None:
             if mask is None:
-                self.doc_lines.append(lines)
+                self.doc_hashes.append(np.stack(hashes))
                 self.doc_sources += sources
             else:
-                self.doc_lines.append(lines[np.array(mask, np.bool_)])
+                self.doc_hashes.append(np.stack(hashes)[:, np.array(mask, np.bool_)])
                 self.doc_sources += compress(sources, mask)
                 keys = None if keys is None else keys.filter(pl.Series(mask))
             if keys is not None:
@@ -613,7 +645,7 @@ class _Summary:
         # with a table, the multisets it holds are not written as maps (the driver
         # groups the table's columns): the ids always (they are the documents'), the
         # keys when every object is a document (the table's rows are the documents)
-        table = self.hashes is not None
+        table = self.table
         if self.want_ids:
             ids = self._id_keys()
             if table:
@@ -628,11 +660,11 @@ class _Summary:
                 scan.keys = self.keys.result()
         if self.digest is not None:
             scan.fingerprint = self.digest.to_json()
-        if self.hashes is None:
+        if not table:
             return None
-        h0, h1, _ = self.hashes
-        docs = np.concatenate(self.doc_lines) if self.doc_lines else np.zeros(0, np.int64)
-        frame = pl.DataFrame({"h0": h0[docs], "h1": h1[docs]}).with_columns(
+        h0, h1 = np.concatenate(self.doc_hashes, axis=1) if self.doc_hashes else \
+            np.zeros((2, 0), np.uint64)
+        frame = pl.DataFrame({"h0": h0, "h1": h1}).with_columns(
             source=pl.Series(self.doc_sources, dtype=pl.String).fill_null(MISSING_SOURCE))
         if ids is not None:
             frame = frame.with_columns(id=ids)

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 import zstandard
@@ -195,11 +196,14 @@ def _write(tmp: Path, name: str, data: bytes, suffix: str) -> str:
 
 @pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-@pytest.mark.parametrize("batch", [8192, 2])
+@pytest.mark.parametrize(("batch", "chunk"), [(8192, 8 << 20), (2, 8 << 20), (8192, 3), (2, 5)])
 def test_the_batched_scan_reads_what_the_line_by_line_scan_reads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, suffix: str,
-        batch: int) -> None:
+        batch: int, chunk: int) -> None:
+    """Batches of lines, or a file read a few bytes at a time, find what the line by line
+    scan and the independent reference scan find."""
     monkeypatch.setattr(scan_mod, "BATCH_LINES", batch)
+    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", chunk)
     path = _write(tmp_path, name, HOSTILE[name], suffix)
     fast = scan_file(path, SPEC, want_ids=True, comparison_fields=FIELDS, fingerprint=True)
     exact = scan_file(path, SPEC, want_ids=True, comparison_fields=FIELDS, fingerprint=True,
@@ -211,8 +215,11 @@ def test_the_batched_scan_reads_what_the_line_by_line_scan_reads(
     assert_same_keys(fast.keys, fast.missing_keys, keyed, expected["missing_keys"])
 
 
+@pytest.mark.parametrize("chunk", [8 << 20, 4])
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_a_rejected_file_is_read_the_same_way(tmp_path: Path, name: str) -> None:
+def test_a_rejected_file_is_read_the_same_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              name: str, chunk: int) -> None:
+    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", chunk)
     rows = [{"id": "a", "text": "x", "removed_by": "words"},
             {"id": 3, "text": "y", "removed_by": "words"},
             {"id": "b", "removed_by": 5}, {"line": "zz", "failed": "unparsable_line"}, {}]
@@ -383,16 +390,23 @@ def test_line_hashes_split_as_bytes_split_and_strip() -> None:
             # a value is the line and its newline: equal hashes exactly for equal values
             values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
             assert len(set(pairs)) == len(set(values)), name
-    # read in chunks (a target's unit): the same lines, the final line's offset
-    from curator.audit._lines import stream_line_hashes
+    # read in chunks (as a unit reads a local file): the same lines, in blocks
+    from curator.audit._lines import line_blocks, line_index
     for name, data in HOSTILE.items():
         start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        whole = line_index(data, start)
         for size in (3, 4, 7, 64, len(data) or 1):
             chunks = [data[i:i + size] for i in range(0, len(data), size)]
-            got = stream_line_hashes(chunks, start)
-            for want, streamed in zip(line_hashes(data, start), got[:3], strict=True):
-                assert want.tolist() == streamed.tolist(), (name, size)
-            assert got.final == data.rfind(b"\n") + 1, (name, size)
+            blocks = list(line_blocks(chunks, start))
+            for field in ("h0", "h1", "blank"):
+                got = np.concatenate([getattr(b.index, field) for b in blocks])
+                assert got.tolist() == getattr(whole, field).tolist(), (name, size, field)
+            spans = [(b.offset + s, b.data[s:e]) for b in blocks
+                     for s, e in zip(b.index.starts.tolist(), b.index.ends.tolist(),
+                                     strict=True)]
+            assert spans == [(s, data[s:e]) for s, e in
+                             zip(whole.starts.tolist(), whole.ends.tolist(), strict=True)]
+            assert len(blocks[-1].index.blank) == 1  # the final line alone
     h0, h1, _ = line_hashes(b'{"id":"a","text":"x"}\n{"id":"a","text":"y"}\n'
                             b'{"id":"a","text":"x"}\n{"id":"a","text":"x"}')
     assert (h0[0], h1[0]) == (h0[2], h1[2])
