@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -234,6 +235,36 @@ def test_a_rejected_file_is_read_the_same_way(tmp_path: Path, monkeypatch: pytes
     got = comparable(fast, fingerprint=False)
     assert got == {k: v for k, v in expected.items() if k != "fingerprint"} | {
         "rejections": expected["rejections"]}
+
+
+def test_a_file_that_fails_to_read_midway_is_not_readable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error after some chunks were read and counted: the file is ``not
+    readable``, and nothing read of it counts; a corrupt compressed file too."""
+    path = _write(tmp_path, "clean", HOSTILE["clean"] * 3, "")
+
+    class Failing(io.BytesIO):
+        reads = 0
+
+        def read(self, n: int = -1) -> bytes:
+            Failing.reads += 1
+            if Failing.reads > 2:
+                raise OSError(5, "Input/output error")
+            return super().read(n)
+
+    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 16)
+    monkeypatch.setattr(scan_mod, "open", lambda p, mode: Failing(Path(p).read_bytes()),
+                        raising=False)
+    got = scan_file(path, SPEC, want_ids=True, comparison_fields=FIELDS, fingerprint=True)
+    assert Failing.reads == 3
+    assert got.fault == {"kind": "not readable", "offset": 0,
+                         "detail": "OSError: [Errno 5] Input/output error"}
+    assert (got.rows, got.documents, got.ids, got.keys, got.fingerprint) == (0, 0, {}, {}, None)
+    monkeypatch.undo()
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(HOSTILE["clean"])[:-9])
+    got = scan_file(str(broken), SPEC, want_ids=True)
+    assert got.fault is not None and got.fault["kind"] == "not readable" and got.rows == 0
 
 
 def test_without_id_or_source_fields(tmp_path: Path) -> None:
