@@ -35,6 +35,7 @@ import itertools
 import json
 import resource
 import shutil
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,12 +200,19 @@ def run_variants(variants: dict[str, Any], names: list[str], repeat: int, data_m
         print(f"{name:22} cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  "
               f"{r['mb_per_cpu_s']:7.1f} MB/s/core  {r['docs_per_cpu_s']:9.0f} docs/s/core",
               flush=True)
+    paired = interleave and "floor" in results
     if "floor" in results:
+        floor = results["floor"]
         for r in results.values():
-            r["x_floor"] = r["cpu_s"] / results["floor"]["cpu_s"]
-    C.print_table(["variant", "CPU s", "MB/s/core", "docs/s/core", "x floor"],
+            r["x_floor"] = r["cpu_s"] / floor["cpu_s"]
+            if paired:  # each repetition against the floor run next to it: the median
+                r["x_floor_paired"] = statistics.median(
+                    a / b for a, b in zip(r["runs"], floor["runs"], strict=True))
+    C.print_table(["variant", "CPU s", "MB/s/core", "docs/s/core", "x floor",
+                   *(["x floor (paired)"] if paired else [])],
                   [[k, round(v["cpu_s"], 2), round(v["mb_per_cpu_s"], 1),
-                    round(v["docs_per_cpu_s"]), round(v.get("x_floor", 0), 2)]
+                    round(v["docs_per_cpu_s"]), round(v.get("x_floor", 0), 2),
+                    *([round(v["x_floor_paired"], 2)] if paired else [])]
                    for k, v in results.items()])
     return results
 

@@ -17,6 +17,12 @@ decompression error; offset 0). Lines are split as the corpus kernel splits them
 lines not rows); records are classified with its rules
 (:func:`curator.corpus.records.classify_record`).
 
+**How it reads.** A local uncompressed file :data:`CHUNK_BYTES` at a time, never whole
+(a compressed file or an object is read whole): each chunk's whole lines are indexed
+(:func:`curator.audit._lines.line_blocks`) and parsed where they lie, a line split across
+chunks joined first; the sha256 is of the chunks as they come. An I/O error midway makes
+the file ``not readable`` with nothing of it counted.
+
 **How it is fast** (docs/benchmarks.md section 5). Lines are parsed with orjson, the
 same parser as always, so what is a record, a fault or a rejection cannot change; but
 in batches of :data:`BATCH_LINES` lines: a batch whose lines all parse to objects is
@@ -36,7 +42,9 @@ line's two hashes, :mod:`curator.audit._lines`, with its source, id and key), an
 target unit does not parse: it reads, digests and hashes its lines (``deferred``).
 :func:`load_scans` completes the targets with one join of their lines with the tables;
 a target with a line that is no reference document's is scanned in full there, with
-:func:`scan_file`, so the result is always what the full scan gives.
+:func:`scan_file`, so the result is always what the full scan gives. The completed
+targets' and the references' ids and keys are rows of the joined tables
+(:class:`curator.audit.multisets.Rows`), which the checks net row by row.
 """
 
 from __future__ import annotations
