@@ -1,5 +1,6 @@
-"""A file's lines hashed without splitting it in Python: each line's two 64-bit hashes
-and whether it is blank, in the order of ``data[start:].split(b"\\n")``.
+"""A file's lines indexed without splitting it in Python: each line's span, whether it
+is blank, and its two 64-bit hashes, in the order of ``data[start:].split(b"\\n")``;
+and a file read in chunks, a block of whole lines at a time (:func:`line_blocks`).
 
 What it is for (docs/audit.md, "Target lines reused from the reference"): the filter
 writes the lines it keeps byte for byte, so a target line whose hashes are a reference
@@ -61,18 +62,11 @@ class LineIndex(NamedTuple):
         return LineIndex(*(None if a is None else a[at] for a in self))
 
 
-def line_hashes(data: bytes, start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(h0, h1, blank)`` of each line of ``data[start:].split(b"\\n")`` (one more line
-    than newlines, the last possibly empty)."""
-    h0, h1, blank, _, _ = line_index(data, start)
-    assert h0 is not None and h1 is not None
-    return h0, h1, blank
-
-
 def line_index(data: bytes, start: int = 0, end: int | None = None, hashed: bool = True
                ) -> LineIndex:
-    """The lines of ``data[start:end]`` (as :func:`line_hashes`): their spans, whether
-    each is blank, and (``hashed``) their hashes."""
+    """The lines of ``data[start:end]``, as ``data[start:end].split(b"\\n")`` gives
+    them (one more than newlines, the last possibly empty): their spans, whether each is
+    blank, and (``hashed``) their two hashes."""
     end = len(data) if end is None else end
     nl = newlines(data, start, end)
     n = len(nl) + 1

@@ -97,8 +97,10 @@ def differences(a: Iterable[Multiset], b: Iterable[Multiset]
                 parts.append(as_frame(m, sign))
     for values, members in shared.values():
         net = np.zeros(len(values), np.int64)
-        for m, sign in members:
-            net += sign * np.bincount(m.rows, minlength=len(values))
+        for sign in (1, -1):  # one count per side, whatever the number of members
+            rows = [m.rows for m, s in members if s == sign]
+            if rows:
+                net += sign * np.bincount(np.concatenate(rows), minlength=len(values))
         left = np.flatnonzero(net)
         if len(left):
             parts.append(pl.DataFrame({"k": values.gather(left), "n": net[left]}))

@@ -68,7 +68,7 @@ from curator.audit._lines import LINE_SCHEME, Block, line_blocks
 from curator.audit.multisets import Multiset, Rows, counts
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.formats import is_compressed
-from curator.corpus.reading import UTF8_BOM, read_bytes
+from curator.corpus.reading import UTF8_BOM, decompress
 from curator.corpus.records import (
     MISSING_SOURCE,
     RecordSpec,
@@ -90,7 +90,7 @@ NOT_A_FILE = "not a file"
 
 #: lines parsed and summarised at a time (bounds the parsed records held in memory)
 BATCH_LINES = 8192
-#: bytes a deferred target's unit reads at a time
+#: bytes a unit reads of a local file at a time (its lines indexed and parsed as they come)
 CHUNK_BYTES = 8 << 20
 #: how containment keys are made by polars hashes (recorded in each scan: keys of two
 #: schemes never meet; :attr:`_Keys.scheme`)
@@ -264,7 +264,7 @@ class FileScan:
     deferred: dict[str, Any] | None = None
     #: the multisets (``ids``, ``keys``) a reference unit left in its lines table
     #: instead of writing them here (``ids`` and ``keys`` then empty): :func:`load_scans`
-    #: takes them from the table, as frames
+    #: takes them from the table, as its rows (``frames``)
     in_table: list[str] = field(default_factory=list)
     #: ``ids`` and ``keys`` as :mod:`curator.audit.multisets` (frames or rows of the
     #: lines tables), when :func:`load_scans` has them already (the same multisets: the
@@ -304,7 +304,7 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
           fingerprint: bool = False, digest: bool = True, exact: bool = False,
           table: bool = False, defer: bool = False) -> tuple[FileScan, pl.DataFrame | None]:
     """:func:`scan_file`, and: ``table``, the documents' lines table (a reference
-    file's: each document line's hashes, :func:`curator.audit._lines.line_hashes`, and
+    file's: each document line's hashes, :func:`curator.audit._lines.line_index`, and
     its source, id and key); ``defer``, no parse: the file's lines are hashed only (a
     target file's: :func:`load_scans` completes the scan from the reference's tables),
     the hashes of its rows returned."""
@@ -320,9 +320,7 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
             return _deferred(scan, blocks, spec, want_ids, comparison_fields)
         acc = None if rejected else _Summary(scan, spec, want_ids, comparison_fields,
                                              fingerprint, table)
-        block, count = None, 0
-        for block in blocks:
-            count += 1
+        for block in _through(scan, blocks):
             index = block.index
             view = memoryview(block.data)
             numbers = np.flatnonzero(~index.blank)  # the rows (non-blank lines)
@@ -342,8 +340,6 @@ def _scan(path: str, spec: RecordSpec, *, want_ids: bool,
                     lines = at if good is None else at[np.array(good, np.int64)]
                     hashes = (index.h0[lines], index.h1[lines])
                 acc.add(records, hashes)
-        assert block is not None  # the final line's block; any other: a newline before
-        _truncated(scan, block, count > 1)
         return scan, None if acc is None else acc.finish()
     except _Unreadable as exc:
         out = FileScan(path=path)  # nothing of a file that could not be read is counted
@@ -376,8 +372,8 @@ def _chunks(path: str, scan: FileScan, digest: bool) -> Iterator[bytes]:
             yield _read(path, scan, digest)
             return
         h = hashlib.sha256() if digest else None
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK_BYTES):
+        with open(path, "rb") as f:  # (the first chunk holds a BOM whole, if any)
+            while chunk := f.read(max(CHUNK_BYTES, len(UTF8_BOM))):
                 scan.bytes += len(chunk)
                 if h is not None:
                     h.update(chunk)
@@ -390,6 +386,17 @@ def _chunks(path: str, scan: FileScan, digest: bool) -> Iterator[bytes]:
 
 def _shift(offsets: list[int], by: int) -> list[int]:
     return [o + by for o in offsets]
+
+
+def _through(scan: FileScan, blocks: Iterator[Block]) -> Iterator[Block]:
+    """The blocks; once the last is handled, the file's truncation fault (the last
+    block holds the final line; a block before it means a newline)."""
+    block, count = None, 0
+    for block in blocks:
+        count += 1
+        yield block
+    assert block is not None
+    _truncated(scan, block, count > 1)
 
 
 def _truncated(scan: FileScan, final: Block, newline: bool) -> None:
@@ -407,16 +414,12 @@ def _deferred(scan: FileScan, blocks: Iterator[Block], spec: RecordSpec, want_id
               comparison_fields: tuple[str, ...]) -> tuple[FileScan, pl.DataFrame]:
     """A target's scan without parsing: its rows' hashes, for :func:`load_scans`."""
     h0s, h1s = [], []
-    block, count = None, 0
-    for block in blocks:
-        count += 1
+    for block in _through(scan, blocks):
         rows = ~block.index.blank
         scan.rows += int(rows.sum())
         assert block.index.h0 is not None and block.index.h1 is not None
         h0s.append(block.index.h0[rows])
         h1s.append(block.index.h1[rows])
-    assert block is not None
-    _truncated(scan, block, count > 1)
     scan.deferred = {"line_scheme": LINE_SCHEME, "want_ids": want_ids,
                      "comparison_fields": list(comparison_fields),
                      "key_scheme": _Keys(comparison_fields, spec).scheme
@@ -432,32 +435,13 @@ def _spec_json(spec: RecordSpec) -> dict[str, Any]:
 
 
 def _read(path: str, scan: FileScan, digest: bool) -> bytes:
-    """The file's lines' bytes; its size and (with ``digest``) sha256 go to ``scan``."""
-    if is_compressed(path):  # the digest is of the compressed bytes on disk
-        h = hashlib.sha256() if digest else None
-        with storage.open_file(path) as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                if h is not None:
-                    h.update(chunk)
-                scan.bytes += len(chunk)
-        if h is not None:
-            scan.sha256 = "sha256:" + h.hexdigest()
-        return read_bytes(path)
-    data = storage.read_file(path)  # a local file or an object (one GET)
-    scan.bytes = len(data)
+    """A compressed file's or an object's bytes, decompressed (read once, one GET for an
+    object); its size and (with ``digest``) sha256, of the bytes on disk, go to ``scan``."""
+    raw = storage.read_file(path)
+    scan.bytes = len(raw)
     if digest:
-        scan.sha256 = "sha256:" + hashlib.sha256(data).hexdigest()
-    return data
-
-
-def _row_offsets(batch: list[bytes], pos: int) -> list[int]:
-    """The byte offsets of a batch's non-blank lines (``pos``: its first line's)."""
-    out = []
-    for line in batch:
-        if line.strip():
-            out.append(pos)
-        pos += len(line) + 1
-    return out
+        scan.sha256 = "sha256:" + hashlib.sha256(raw).hexdigest()
+    return decompress(raw, path) if is_compressed(path) else raw
 
 
 def _parse(scan: FileScan, lines: Sequence[bytes | memoryview],
@@ -831,11 +815,11 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
         lines = pl.concat([pl.read_ipc(lines_path(scan_path(work_dir, path)))
                            .with_columns(t=pl.lit(i, pl.Int32)) for i, path in enumerate(usable)])
         rows = shared.select("h0", "h1").with_row_index("r")
+        if rows["h0"].is_duplicated().any():  # a line repeated in the tables (or an h0
+            # collision): one row per line; its attributes are a function of its bytes,
+            # so which copy is moot
+            rows = rows.unique(subset=["h0", "h1"], keep="any")
         joined = lines.join(rows, on=["h0", "h1"], how="left").select("t", "r")
-        if joined.height != lines.height:  # a line matched a line repeated in the tables:
-            # a line's attributes are a function of its bytes, so which copy is moot
-            joined = lines.join(rows.unique(subset=["h0", "h1"], keep="any"),
-                                on=["h0", "h1"], how="left").select("t", "r")
         unmatched = set(joined.filter(pl.col("r").is_null())["t"].unique().to_list())
         rescan += [usable[i] for i in sorted(unmatched)]  # a line that is no document's
         _fill(scans, {i: path for i, path in enumerate(usable) if i not in unmatched},
@@ -851,25 +835,29 @@ def complete(work_dir: str | Path, scans: dict[str, FileScan]) -> None:
             digest=scan.sha256 is not None)
 
 
-def _columns(table: pl.DataFrame) -> dict[str, pl.Series]:
+def _columns(table: pl.DataFrame) -> dict[str, Any]:
     """A lines table's columns, each one object (multisets over one column net row by
-    row only when they hold the same object: :class:`Rows`)."""
-    return {name: table[name] for name in ("source", "id", "key") if name in table.columns}
+    row only when they hold the same object: :class:`Rows`), and ``keyed``: which rows
+    have a key (numpy)."""
+    out: dict[str, Any] = {name: table[name] for name in ("source", "id", "key")
+                           if name in table.columns}
+    if "key" in out:
+        out["keyed"] = out["key"].is_not_null().to_numpy()
+    return out
 
 
-def _own_rows(scan: FileScan, columns: dict[str, pl.Series], rows: np.ndarray) -> None:
+def _own_rows(scan: FileScan, columns: dict[str, Any], rows: np.ndarray) -> None:
     """A reference file's ids and keys: its ``rows`` of the tables' ``columns``: its
     documents' ids, and their keys when every object is a document (the keys are of
     every object)."""
     if "id" in columns:
         scan.frames["ids"] = Rows(columns["id"], rows)
     if "key" in columns and scan.documents + scan.bad_records == scan.rows:
-        keyed = columns["key"].is_not_null().to_numpy()
-        scan.frames["keys"] = Rows(columns["key"], rows[keyed[rows]])
+        scan.frames["keys"] = Rows(columns["key"], rows[columns["keyed"][rows]])
 
 
 def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFrame,
-          columns: dict[str, pl.Series]) -> None:
+          columns: dict[str, Any]) -> None:
     """The deferred targets' counts (``matched``: by ``t``) from their lines' rows
     ``r`` of the tables (their ``columns``; each target's lines all matched)."""
     rows = {key[0]: part["r"].cast(pl.Int64).to_numpy() for key, part in
@@ -880,7 +868,7 @@ def _fill(scans: dict[str, FileScan], matched: dict[int, str], joined: pl.DataFr
                                    strict=True))
                   for key, part in sources.partition_by("t", as_dict=True,
                                                         include_key=False).items()}
-    keyed = columns["key"].is_not_null().to_numpy() if "key" in columns else None
+    keyed = columns.get("keyed")
     none = np.zeros(0, np.int64)
     for i, path in matched.items():
         scan = scans[path]

@@ -55,15 +55,9 @@ def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
     :mod:`curator.io.storage`: one GET of the whole object."""
     if _remote(path):
         return _read_remote(path, byte_range)
-    lower = path.lower()
-    if lower.endswith(GZIP_SUFFIX):
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    if lower.endswith(ZSTD_SUFFIX):
-        import zstandard
-
-        with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as f:
-            return f.read()
+    if is_compressed(path):
+        with open(path, "rb") as raw:
+            return decompress(raw.read(), path)
     with open(path, "rb") as f:
         if byte_range is None:
             return f.read()
@@ -81,18 +75,40 @@ def read_bytes(path: str, byte_range: ByteRange | None = None) -> bytes:
         return data
 
 
+class DamagedStream(OSError):
+    """A compressed file whose stream is not one its format can decode (an ``OSError``,
+    like a bad gzip header, so every reader that reports an unreadable file reports it)."""
+
+
+def decompress(data: bytes, path: str) -> bytes:
+    """The decompressed bytes of a ``.gz`` or ``.zst`` file (``path`` names the format),
+    every member or frame of it. A stream cut short raises ``EOFError`` (zstandard's
+    stream reader returned what it had, silently: a truncated ``.zst`` read as empty);
+    a damaged one :class:`DamagedStream`."""
+    import zlib
+
+    import zstandard
+
+    try:
+        if path.lower().endswith(GZIP_SUFFIX):
+            return gzip.decompress(data)  # EOFError when cut short
+        assert path.lower().endswith(ZSTD_SUFFIX), path
+        out = []
+        while data:  # frame after frame
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            out.append(frame.decompress(data))
+            if not frame.eof:
+                raise EOFError("compressed file ended before the end of its last frame")
+            data = frame.unused_data
+        return b"".join(out)
+    except (zlib.error, zstandard.ZstdError) as exc:
+        raise DamagedStream(f"{type(exc).__name__}: {exc}") from exc
+
+
 def _read_remote(url: str, byte_range: ByteRange | None) -> bytes:
-    lower = url.lower()
     data = _storage().read(url)
-    if lower.endswith(GZIP_SUFFIX):
-        return gzip.decompress(data)
-    if lower.endswith(ZSTD_SUFFIX):
-        import io
-
-        import zstandard
-
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as f:
-            return f.read()
+    if is_compressed(url):
+        return decompress(data, url)
     if byte_range is None:
         return data
     start, end = byte_range  # whole lines starting in the range, as for a local file

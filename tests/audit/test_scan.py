@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+import polars as pl
 import pytest
 import zstandard
 
@@ -197,7 +198,7 @@ def _write(tmp: Path, name: str, data: bytes, suffix: str) -> str:
 
 @pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-@pytest.mark.parametrize(("batch", "chunk"), [(8192, 8 << 20), (2, 8 << 20), (8192, 3), (2, 5)])
+@pytest.mark.parametrize(("batch", "chunk"), [(8192, 8 << 20), (2, 8 << 20), (8192, 1), (2, 5)])
 def test_the_batched_scan_reads_what_the_line_by_line_scan_reads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, suffix: str,
         batch: int, chunk: int) -> None:
@@ -240,7 +241,8 @@ def test_a_rejected_file_is_read_the_same_way(tmp_path: Path, monkeypatch: pytes
 def test_a_file_that_fails_to_read_midway_is_not_readable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An I/O error after some chunks were read and counted: the file is ``not
-    readable``, and nothing read of it counts; a corrupt compressed file too."""
+    readable``, and nothing read of it counts; a compressed file cut short or damaged
+    too (a truncated .zst was read as an empty file, a damaged stream escaped)."""
     path = _write(tmp_path, "clean", HOSTILE["clean"] * 3, "")
 
     class Failing(io.BytesIO):
@@ -261,10 +263,17 @@ def test_a_file_that_fails_to_read_midway_is_not_readable(
                          "detail": "OSError: [Errno 5] Input/output error"}
     assert (got.rows, got.documents, got.ids, got.keys, got.fingerprint) == (0, 0, {}, {}, None)
     monkeypatch.undo()
-    broken = tmp_path / "broken.jsonl.gz"
-    broken.write_bytes(gzip.compress(HOSTILE["clean"])[:-9])
-    got = scan_file(str(broken), SPEC, want_ids=True)
-    assert got.fault is not None and got.fault["kind"] == "not readable" and got.rows == 0
+    many = HOSTILE["clean"] * 200
+    zst = zstandard.ZstdCompressor().compress(many)
+    for name, data in {"cut.jsonl.gz": gzip.compress(many)[:-9],
+                       "bad.jsonl.gz": gzip.compress(many)[:10] + b"\xff" * 40,
+                       "cut.jsonl.zst": zst[:-9], "half.jsonl.zst": zst[:len(zst) // 2],
+                       "bad.jsonl.zst": b"not zstd"}.items():
+        broken = tmp_path / name
+        broken.write_bytes(data)
+        got = scan_file(str(broken), SPEC, want_ids=True)
+        assert got.fault is not None and got.fault["kind"] == "not readable", name
+        assert got.rows == 0, name
 
 
 def test_without_id_or_source_fields(tmp_path: Path) -> None:
@@ -336,7 +345,6 @@ def test_with_the_id_and_text_as_fields_a_key_is_the_fingerprint_row_digest() ->
 def test_an_id_without_escapes_is_its_canonical_json() -> None:
     """The scan writes a string id that needs no escape as '"' + id + '"'; orjson
     escapes exactly the characters of ``_JSON_ESCAPED``."""
-    import polars as pl
     chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     escaped = pl.Series(chars).str.contains(scan_mod._JSON_ESCAPED).to_list()
     for s, found in zip(chars, escaped, strict=True):
@@ -411,7 +419,11 @@ def _full(target: str, keyed: bool = True) -> dict[str, Any]:
 
 
 def test_line_hashes_split_as_bytes_split_and_strip() -> None:
-    from curator.audit._lines import line_hashes
+    from curator.audit._lines import line_index
+
+    def line_hashes(data: bytes, start: int = 0) -> tuple[Any, Any, Any]:
+        return line_index(data, start)[:3]
+
     for name, data in HOSTILE.items():
         for start in (0, 3) if data.startswith(b"\xef\xbb\xbf") else (0,):
             lines = data[start:].split(b"\n")
@@ -422,7 +434,7 @@ def test_line_hashes_split_as_bytes_split_and_strip() -> None:
             values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
             assert len(set(pairs)) == len(set(values)), name
     # read in chunks (as a unit reads a local file): the same lines, in blocks
-    from curator.audit._lines import line_blocks, line_index
+    from curator.audit._lines import line_blocks
     for name, data in HOSTILE.items():
         start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
         whole = line_index(data, start)
@@ -527,6 +539,14 @@ def test_lines_repeated_in_the_reference_are_matched_once(
         raise AssertionError("the target was rescanned")
 
     monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
+    join = pl.DataFrame.join
+
+    def one_row_per_line(self: pl.DataFrame, *a: Any, **k: Any) -> pl.DataFrame:
+        out = join(self, *a, **k)
+        assert out.height == self.height, "a target line joined several table rows"
+        return out
+
+    monkeypatch.setattr(pl.DataFrame, "join", one_row_per_line)
     scans = load_scans(tmp_path / "work", [target, ref_a, ref_b])
     monkeypatch.undo()
     assert _materialized(scans[target]) == _full(target)

@@ -159,6 +159,33 @@ def test_iter_lines_over_plain_gz_and_zst(tmp_path: Path) -> None:
     assert list(split_lines(RAW[3:], base_offset=3)) == expected
 
 
+def test_a_damaged_or_cut_short_stream_is_never_read_as_less(tmp_path: Path) -> None:
+    """Every frame or member of a compressed file is read; a stream cut short raises
+    EOFError (zstandard's stream reader used to return nothing for a truncated .zst,
+    so every step read it as an empty file); a damaged one an OSError."""
+    from curator.corpus.reading import DamagedStream, read_bytes
+    z = zstandard.ZstdCompressor()
+    many = b"".join(b'{"text": "%d"}\n' % i for i in range(5000))
+    cases = {
+        "two.jsonl.zst": (z.compress(RAW) + z.compress(b'{"text": "more"}\n'), None),
+        "two.jsonl.gz": (gzip.compress(RAW) + gzip.compress(b'{"text": "more"}\n'), None),
+        "cut.jsonl.zst": (z.compress(many)[:-9], EOFError),
+        "half.jsonl.zst": (z.compress(many)[:len(z.compress(many)) // 2], EOFError),
+        "cut.jsonl.gz": (gzip.compress(many)[:-9], EOFError),
+        "bad.jsonl.zst": (b"not zstd at all", DamagedStream),
+        "bad.jsonl.gz": (gzip.compress(RAW)[:10] + b"\xff" * 40, DamagedStream),
+    }
+    for name, (data, error) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        if error is None:
+            assert read_bytes(str(path)) == RAW + b'{"text": "more"}\n', name
+            continue
+        with pytest.raises(error):
+            read_bytes(str(path))
+    assert issubclass(DamagedStream, OSError)  # reported as unreadable wherever OSError is
+
+
 def test_byte_ranges_hold_every_line_exactly_once(tmp_path: Path) -> None:
     rng = random.Random(1)
     lines = [json.dumps({"text": "x" * rng.randint(0, 40)}) if rng.random() < 0.9 else ""
