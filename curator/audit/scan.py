@@ -272,8 +272,8 @@ class FileScan:
     frames: dict[str, Multiset] = field(default_factory=dict, repr=False, compare=False)
 
     def counts(self, name: str) -> dict[str, int]:
-        """The multiset ``ids`` or ``keys`` as a map, wherever it is held (a frame from
-        :func:`load_scans`, or the map the unit wrote)."""
+        """The multiset ``ids`` or ``keys`` as a map, wherever it is held (rows of the
+        lines tables from :func:`load_scans`, or the map the unit wrote)."""
         held = self.frames.get(name)
         return getattr(self, name) if held is None else counts(held)
 
