@@ -35,7 +35,7 @@ LINE_SCHEME = f"polars {pl.__version__} hash(0), hash(1) of a line's bytes and i
 _WHITESPACE = np.array([9, 10, 11, 12, 13, 32], np.uint8)
 
 
-def newlines(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray:
+def newlines(data: bytes | bytearray, start: int = 0, end: int | None = None) -> np.ndarray:
     """The offsets of ``data[:end]``'s newlines from ``start`` (int64)."""
     end = len(data) if end is None else end
     out = []
@@ -62,7 +62,7 @@ class LineIndex(NamedTuple):
         return LineIndex(*(None if a is None else a[at] for a in self))
 
 
-def line_index(data: bytes, start: int = 0, end: int | None = None, hashed: bool = True
+def line_index(data: bytes | bytearray, start: int = 0, end: int | None = None, hashed: bool = True
                ) -> LineIndex:
     """The lines of ``data[start:end]``, as ``data[start:end].split(b"\\n")`` gives
     them (one more than newlines, the last possibly empty): their spans, whether each is
@@ -95,17 +95,18 @@ class Block(NamedTuple):
     joined from several chunks), and its lines' :class:`LineIndex` in ``data``."""
 
     offset: int
-    data: bytes
+    data: bytes | bytearray
     index: LineIndex
 
 
-def line_blocks(chunks: Iterable[bytes], start: int = 0, hashed: bool = True
+def line_blocks(chunks: Iterable[bytes | bytearray], start: int = 0, hashed: bool = True
                 ) -> Iterator[Block]:
     """The lines of ``b"".join(chunks)[start:]`` (``start``: in the first chunk, a BOM
     skipped), as ``bytes.split(b"\\n")`` gives them, a block at a time: each chunk's
     whole lines where they lie, a line split across chunks joined (its bytes only). The
     last block holds the final line alone (after the last newline, possibly empty), so
-    the file is never held whole."""
+    the file is never held whole. A chunk is used until the next is asked for, never
+    after: the chunks may be one buffer read into again."""
     pending: list[bytes] = []  # the line being read: its bytes so far
     offset, at = 0, start  # the chunk's offset in the file; the pending line's
     for chunk in chunks:

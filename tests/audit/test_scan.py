@@ -248,11 +248,11 @@ def test_a_file_that_fails_to_read_midway_is_not_readable(
     class Failing(io.BytesIO):
         reads = 0
 
-        def read(self, n: int = -1) -> bytes:
+        def readinto(self, buffer: Any) -> int:
             Failing.reads += 1
             if Failing.reads > 2:
                 raise OSError(5, "Input/output error")
-            return super().read(n)
+            return super().readinto(buffer)
 
     monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 16)
     monkeypatch.setattr(scan_mod, "open", lambda p, mode: Failing(Path(p).read_bytes()),
