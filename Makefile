@@ -33,11 +33,13 @@ demo: $(STAMP)
 resume-demo: $(STAMP)
 	$(BIN)/python examples/resume_demo.py --workdir demo-run/resume --files 12 --delay 0.5
 
-## Set up and run the lint checks, the layering contract and the test suite.
+## Set up and run the lint checks, the layering contract and the test suite, in
+## TEST_WORKERS processes (pytest-xdist; each has its own Prefect server and Ray).
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check curator curator_demo curator_testing executors flows tests bench examples deployments docs/decisions
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check curator curator_demo curator_testing executors flows tests bench examples deployments docs/decisions

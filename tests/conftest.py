@@ -1,4 +1,5 @@
-"""Hermetic, quiet test session: one Prefect API server and one small Ray, both lazy.
+"""Hermetic, quiet test session: one Prefect API server and one small Ray, both lazy,
+per test process (``make test`` runs two, pytest-xdist: each has its own of both).
 
 Environment is set before prefect or ray is imported (see
 shared notes "A hermetic, quiet pytest setup"). Tests that need a server or Ray
