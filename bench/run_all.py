@@ -63,6 +63,8 @@ MODEST: dict[str, list[str]] = {
     "startup": ["--reps", "3"],
     # ingest and the filter, local against the local S3 server, 16 MB in 4 files
     "storage_s3": ["--mb", "16", "--files", "4", "--repeat", "1"],
+    # the profile's 46 plots, fixed margins against tight_layout, one repetition
+    "profile_plots": ["--docs", "100", "--repeat", "1"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -163,6 +165,13 @@ def verdict(name: str, full: bool = False) -> str:
                   if own.get("cpu_s") else "")
         return (f"parquet copy (no target; docs/benchmarks.md §10): "
                 f"{copy['mb_per_cpu_s']:.1f} MB/s, {copy['x_floor']:.1f}x the floor{versus}")
+    if name == "profile_plots":
+        fixed, tight = res.get("fixed margins") or {}, res.get("tight_layout") or {}
+        if not fixed.get("cpu_s") or not tight.get("cpu_s"):
+            return "profile plots: not judged (a variant did not run)"
+        return (f"profile plots (no target; docs/profile.md): {doc['pngs']} PNGs "
+                f"{fixed['cpu_s']:.1f} CPU s, {tight['cpu_s'] / fixed['cpu_s']:.2f}x that "
+                f"with tight_layout")
     return "?"
 
 
