@@ -20,7 +20,6 @@ profile's time goes (docs/profile.md, "Artifacts").
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -53,7 +52,6 @@ def main() -> None:
             langpack_dir=str(C.REPO / "langpacks"), id_field="id", max_total_docs=0,
             execution={"executor": "inline"}))
         profile_wall = time.perf_counter() - start
-        report = json.loads((work / "profile" / "profile_report.json").read_text())
         layouts = {"fixed margins": plots._layout, "tight_layout": _tight}
         plots.write_plots(report, work / "warm")  # fonts and caches
         cpus: dict[str, list[float]] = {name: [] for name in layouts}

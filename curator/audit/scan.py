@@ -368,8 +368,8 @@ def _chunks(path: str, scan: FileScan, digest: bool) -> Iterator[bytes | bytearr
     """The file's bytes (decompressed), :data:`CHUNK_BYTES` at a time for a local
     uncompressed file (one ``bytearray``, overwritten by the next chunk: the caller is
     done with a chunk when it asks for the next), whole for a compressed file or an
-    object (one GET); its size and
-    (with ``digest``) sha256, of the bytes on disk, go to ``scan`` once all is read."""
+    object (one GET); its size and (with ``digest``) sha256, of the bytes on disk, go
+    to ``scan`` once all is read."""
     try:
         if is_compressed(path) or storage.is_remote(path):
             yield _read(path, scan, digest)
