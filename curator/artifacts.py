@@ -65,11 +65,9 @@ def canonical_digest(data: Any) -> str:
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
+    """``sha256:<hex>`` of a local file's bytes."""
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
+        return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def tool_revision() -> str:

@@ -31,6 +31,7 @@ from curator.io import storage
 def _digest_files(files: list[str]) -> str:
     """sha256 over the files' names and bytes in sorted order (the report's
     ``splits.holdout.content_digest``); a holdout on object storage is read there."""
+    # a loop, not hashlib.file_digest: one digest over several files and their names
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
@@ -42,6 +43,7 @@ def _digest_files(files: list[str]) -> str:
 
 
 def _file_facts(path: Path) -> tuple[int, str]:
+    # a loop, not hashlib.file_digest: one read gives the row count and the digest
     h = hashlib.sha256()
     rows = 0
     with open(path, "rb") as f:

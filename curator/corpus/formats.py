@@ -73,6 +73,7 @@ def shard_summary(path: Path) -> dict[str, Any] | None:
     read; ``None`` when it is absent."""
     if not path.is_file():
         return None
+    # a loop, not hashlib.file_digest: one read gives the row count and the digest
     h = hashlib.sha256()
     rows = 0
     with open(path, "rb") as f:

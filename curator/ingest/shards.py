@@ -142,7 +142,7 @@ def write_shard(target: Path, sources: list[tuple[Path, list[Piece]]]) -> str:
     is taken from the same ranges as they are copied, read through one reused
     buffer, so the report does not read the shard back.
     """
-    digest = hashlib.sha256()
+    digest = hashlib.sha256()  # of the bytes as they are written: no file to digest yet
     view = memoryview(bytearray(_CHUNK))
     with atomic_file(target) as out:
         for path, pieces in sources:

@@ -190,6 +190,7 @@ def files_digest(files: list[str]) -> str:
     """sha256 over the files' names and bytes, in sorted order (what ``holdout_modified``
     compares, and what the audit checker recomputes). A file may be an object
     (``s3://...``): its bytes are read again, not taken from its ETag."""
+    # a loop, not hashlib.file_digest: one digest over several files and their names
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
