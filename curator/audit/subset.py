@@ -20,7 +20,6 @@ Reads from the report: ``tiers[].output``, ``id_field``, ``text_field``, ``unit`
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import json
@@ -32,6 +31,8 @@ import orjson
 
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 from curator.corpus.reading import iter_lines
+from curator.corpus.tokenizers import tiktoken_encoding
+from curator.errors import CuratorError
 
 Counter_ = Callable[[list[str]], list[int]]
 _BUNDLED = {"cl100k_base", "o200k_base"}
@@ -49,20 +50,12 @@ def _counter(unit: str, tok: dict[str, Any] | None) -> tuple[Counter_ | None, st
     try:
         if name in _BUNDLED:
             import importlib.resources as resources
-            from unittest import mock
-
-            import tiktoken
-            from tiktoken_ext import openai_public
 
             data = gzip.decompress(resources.files("bpe_openai").joinpath(
                 f"data/{name}.tiktoken.gz").read_bytes())
             if _sha(data) != revision:
                 return None, f"the installed {name} ranks are not revision {revision}"
-            ranks = {base64.b64decode(a): int(b)
-                     for a, b in (line.split() for line in data.splitlines() if line)}
-            with mock.patch.object(openai_public, "load_tiktoken_bpe",
-                                   lambda *_a, **_k: ranks):
-                enc = tiktoken.Encoding(**openai_public.ENCODING_CONSTRUCTORS[name]())
+            enc = tiktoken_encoding(name, data)
             return (lambda texts: [len(x) for x in enc.encode_ordinary_batch(texts)],
                     f"tiktoken {name} (recomputed)")
         path = Path(str(name))
@@ -74,7 +67,7 @@ def _counter(unit: str, tok: dict[str, Any] | None) -> tuple[Counter_ | None, st
         return (lambda texts: [len(e.ids) for e in
                                tk.encode_batch(texts, add_special_tokens=False)],
                 f"tokenizers {path.name} (recomputed)")
-    except (ImportError, OSError, ValueError) as exc:
+    except (ImportError, OSError, ValueError, CuratorError) as exc:
         return None, f"tokenizer {name} cannot be loaded here ({type(exc).__name__})"
 
 

@@ -6,9 +6,9 @@ ships inside a registry package, or a local ``tokenizer.json``.
 ``{name: cl100k_base}``     OpenAI's BPE ranks as shipped inside the ``bpe-openai`` wheel
 ``{name: o200k_base}``      (``bpe_openai/data/<name>.tiktoken.gz``), whose sha256 must equal the
                             one tiktoken publishes for the file; counted by bpe-openai's Rust
-                            encoder (GitHub's ``bpe-openai`` crate), and by ``tiktoken`` (its
-                            own constructor fed the same ranks) for a text beyond the wrapper's
-                            limits; the two give the same ids (tests/subset)
+                            encoder (GitHub's ``bpe-openai`` crate), and by ``tiktoken`` over the
+                            same ranks (``curator.corpus.tokenizers``) for a text beyond the
+                            wrapper's limits; the two give the same ids (tests/subset)
 ``{name: /path/tokenizer.json}`` a Hugging Face ``tokenizer.json``, run by ``tokenizers``
 =========================== ===================================================================
 
@@ -22,7 +22,6 @@ added BOS/EOS), so a document's count does not depend on where it is placed.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import threading
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curator.corpus.tokenizers import ENCODINGS, tiktoken_encoding
 from curator.errors import CuratorError
 
 WORDS = "words"
@@ -41,10 +41,7 @@ BUNDLED = {
     "o200k_base": ("bpe_openai", "data/o200k_base.tiktoken.gz"),
 }
 #: the sha256 tiktoken publishes for each file (tiktoken_ext/openai_public.py)
-PUBLISHED_SHA256 = {
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-}
+PUBLISHED_SHA256 = {name: published for name, (published, _, _) in ENCODINGS.items()}
 BATCH = 512
 
 
@@ -117,29 +114,6 @@ _LOADED: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def _tiktoken_encoding(name: str) -> Any:
-    """tiktoken's own constructor for ``name`` (pattern, special tokens), fed the ranks
-    the package ships instead of a download; the published digest is checked."""
-    from unittest import mock
-
-    import tiktoken
-    from tiktoken_ext import openai_public
-
-    data, _ = _bundled_bytes(name)
-    ranks = {base64.b64decode(tok): int(rank)
-             for tok, rank in (line.split() for line in data.splitlines() if line)}
-
-    def load(_path: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
-            raise CuratorError("tokenizer_revision_mismatch",
-                               f"the shipped {name} ranks are not the published ones")
-        return ranks
-
-    with mock.patch.object(openai_public, "load_tiktoken_bpe", load):
-        params = openai_public.ENCODING_CONSTRUCTORS[name]()
-    return tiktoken.Encoding(**params)
-
-
 def load(tok: TokenizerId, reference: bool = False) -> Any:
     """The encoder of ``tok``, loaded once per process: for a bundled vocabulary,
     ``bpe-openai``'s Rust encoder (``reference``: tiktoken's, over the same ranks)."""
@@ -149,7 +123,7 @@ def load(tok: TokenizerId, reference: bool = False) -> Any:
         enc = _LOADED.get(key)
         if enc is None:
             if tok.name in BUNDLED and reference:
-                enc = _tiktoken_encoding(tok.name)
+                enc = tiktoken_encoding(tok.name, _bundled_bytes(tok.name)[0])
             elif tok.name in BUNDLED:
                 import bpe_openai
 
