@@ -30,6 +30,8 @@ def allocate(populations: dict[str, int], max_total: int) -> dict[str, int]:
 
 
 def stable_uint64(seed: int, key: str) -> int:
-    """The sampling rank of ``key``: first 8 bytes of ``sha256(f"{seed}:{key}")``."""
+    """The rank of ``key`` under ``seed``: first 8 bytes of ``sha256(f"{seed}:{key}")``;
+    the profile's sampling rank and the subset's global order (the same on every machine
+    and run)."""
     digest = hashlib.sha256(f"{seed}:{key}".encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big")

@@ -10,7 +10,8 @@ are about 21 GB plus the ids (docs/subset.md).
    (``0-128``, ``128-512``, ..., ``8192+``; a count equal to a bound is in the upper
    band); score deciles ``d0..d9`` from the cut points ``ordered[min(n-1, n*d//10)]``,
    d = 1..9 (a score equal to a cut point is in the upper decile).
-2. **Order**: every document by ``(stable_uint64(id, seed), id)``.
+2. **Order**: every document by ``(stable_uint64(seed, id), id)``, the kernel's rank
+   (``curator.corpus.sampling``: the first 8 bytes of ``sha256(f"{seed}:{id}")``).
 3. **Quotas**: per budget, the Jefferson/D'Hondt apportionment of ``min(b, total)``
    tokens over the strata's token totals (ties to the smaller stratum key), which is
    house-monotone: a larger budget never gives a stratum less. Asserted.
@@ -21,7 +22,6 @@ are about 21 GB plus the ids (docs/subset.md).
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
 from collections.abc import Sequence
@@ -34,14 +34,6 @@ from curator.errors import CuratorError
 
 #: how many ids an ``id_field_not_unique`` refusal shows
 EXAMPLES = 3
-
-
-def stable_uint64(doc_id: str, seed: int) -> int:
-    """The document's place in the global order: the first 8 bytes (big-endian) of
-    ``blake2b(f"{seed}\\0{id}", digest_size=8)``; the same on every machine and run."""
-    digest = hashlib.blake2b(f"{seed}\0{doc_id}".encode("utf-8", "surrogatepass"),
-                             digest_size=8).digest()
-    return int.from_bytes(digest, "big")
 
 
 def band_names(bands: Sequence[int]) -> list[str]:

@@ -10,7 +10,7 @@ from curator.steps.spec import Rendering
 from curator.subset.planning import Plan
 
 SCHEMA_VERSION = 1
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2  # 2: the order is sha256(f"{seed}:{id}"), was blake2b
 
 
 def plan_json(plan: Plan, ids: list[str], *, seed: int, budgets: list[int],

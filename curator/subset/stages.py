@@ -2,7 +2,8 @@
 
 **count**: every record of the partition read through the kernel's reader; a record
 without text or id is skipped and counted; each document's units counted (or taken
-from the token cache), its id hashed into the global order; written to
+from the token cache), its id hashed into the global order (the kernel's
+``stable_uint64(seed, id)``); written to
 ``<work>/count/<i>.parquet`` (id, hash, tokens, source, score, file, offset).
 
 **write**: the partition's lines copied, byte for byte, into every tier they belong
@@ -38,11 +39,11 @@ from curator.corpus.records import (
     id_of,
     source_of,
 )
+from curator.corpus.sampling import stable_uint64
 from curator.errors import CuratorError
 from curator.io.writers import atomic_file
 from curator.stages import ProcessingStage
 from curator.subset.counting import TokenizerId, count
-from curator.subset.planning import stable_uint64
 from curator.tasks import FileGroupTask
 
 CACHE_VERSION = "3"
@@ -153,7 +154,7 @@ class CountStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                                f"{bad[:3]}: a document must count at least one")
         table = pa.table({
             "id": pa.array(ids, pa.string()),
-            "hash": pa.array([stable_uint64(d, self.seed) for d in ids], pa.uint64()),
+            "hash": pa.array([stable_uint64(self.seed, d) for d in ids], pa.uint64()),
             "tokens": pa.array(tokens, pa.int64()),
             "source": pa.array(sources, pa.string()),
             "score": pa.array(scores if self.score_field else [None] * len(ids),

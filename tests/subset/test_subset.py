@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from curator.audit.subset import check_subset
+from curator.corpus.sampling import stable_uint64
 from curator.errors import CuratorError
 from curator.steps.subset import SubsetConfig, run_subset
 from curator.subset.planning import dhondt, verify_nesting
@@ -163,6 +164,23 @@ def test_a_stratum_smaller_than_its_quota_contributes_what_it_has(tmp_path: Path
         assert all(-40 < dev[k] <= 0 for k in quotas if k.startswith("x"))
         assert all(-7 < dev[k] <= 0 for k in quotas if k.startswith("y"))
         assert tier["token_shortfall"] == tier["budget"] - tier["achieved_tokens"]
+
+
+def test_each_stratum_is_taken_in_the_kernels_rank_order(tmp_path: Path) -> None:
+    """The global order is ``(stable_uint64(seed, id), id)``, the profile's sampling rank,
+    and every tier takes a prefix of each stratum in that order."""
+    inp = corpus(tmp_path / "in", n=120)
+    report = run(inp, tmp_path / "out", source_field="source", token_budgets=[3_000, 9_000],
+                 seed=7)
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["schema_version"] == 2 and plan["seed"] == 7
+    for ids in plan["strata"].values():
+        assert ids == sorted(ids, key=lambda i: (stable_uint64(7, i), i))
+    for tier in tier_ids(report):
+        for ids in plan["strata"].values():
+            taken = [i for i in ids if i in tier]
+            assert taken == ids[:len(taken)]
+        assert 0 < len(tier) < 120
 
 
 # -- determinism -----------------------------------------------------------------------
