@@ -319,6 +319,14 @@ def test_extra_source_keys_are_kept(pack: Path) -> None:
     assert load_langpack(pack.parent, "xx").sources["stopwords"]["url"] == "https://example.org"
 
 
+def test_notes_keep_every_json_like_value_as_toml_gives_it(pack: Path) -> None:
+    _manifest('purpose = "tests"', 'on = true\nn = 3\nx = 1.5\nl = [1, "a", {t = false}]')(pack)
+    notes = load_langpack(pack.parent, "xx").notes
+    assert notes == {"on": True, "n": 3, "x": 1.5, "l": [1, "a", {"t": False}]}
+    assert [type(v) for v in notes.values()] == [bool, int, float, list]  # no coercion
+    assert type(notes["l"][2]["t"]) is bool
+
+
 def test_one_file_for_two_sources_is_hashed_once(pack: Path) -> None:
     _manifest('file = "charset.txt"', 'file = "./stopwords.txt"')(pack)
     lp = load_langpack(pack.parent, "xx")
@@ -483,6 +491,35 @@ INVALID: dict[str, Callable[[Path], None]] = {
     "stopword_line_with_space": _write("stopwords.txt", "the\nof the\n"),
     "regex_invalid": _write("boilerplate.txt", "(?i)fine\n[unclosed\n"),
     "regex_matches_empty": _write("boilerplate.txt", "(?i)(?:click here)?\n"),
+    # a value of the wrong type where a table, number, string or list goes (strict: no coercion)
+    "pack_not_a_table": _then(
+        _cut("[pack]", "[sources.stopwords]"),
+        _manifest("[sources.stopwords]", "pack = 1\n[sources.stopwords]"),
+    ),
+    "sources_not_a_table": _then(
+        _cut("[sources.stopwords]", "[fold_map]"), _manifest("[pack]", "sources = 1\n[pack]")
+    ),
+    "source_entry_not_a_table": _then(
+        _cut("[sources.charset]", "[sources.boilerplate]"),
+        _manifest("[sources.boilerplate]", 'charset = "charset.txt"\n[sources.boilerplate]'),
+    ),
+    "schema_float": _manifest("schema = 1", "schema = 1.0"),
+    "pack_id_number": _manifest('pack_id = "test-xx"', "pack_id = 5"),
+    "file_number": _manifest('file = "charset.txt"', "file = 3"),
+    "fold_map_not_a_table": _then(
+        _cut("[fold_map]", "[orthography]"), _manifest("[pack]", "fold_map = 1\n[pack]")
+    ),
+    "fold_value_a_table": _manifest('[fold_map]\n"ä" = "ae"', "[fold_map.x]"),
+    "terminator_number": _manifest('[".", "!"]', '[".", 1]'),
+    "terminator_empty": _manifest('[".", "!"]', '[""]'),
+    "supports_item_not_a_string": _then(
+        _supports("script_ratio"), _manifest('["script_ratio"]', '["script_ratio", 1]')
+    ),
+    "notes_infinite": _manifest('purpose = "tests"', "x = inf"),
+    "notes_nested_date": _manifest('purpose = "tests"', "x = [1, {at = 1979-05-27T07:32:00Z}]"),
+    "notes_nested_too_deep": _manifest('purpose = "tests"', "x = " + "[" * 300 + "]" * 300),
+    # several faults: the typo is reported, not the key it misspells
+    "typo_before_missing": _manifest("schema = 1", "shema = 1"),
 }
 
 
@@ -534,6 +571,22 @@ REASON = {
     "stopword_line_with_space": "stopwords.txt:2: a stopword line holds one word",
     "regex_invalid": "boilerplate.txt:2: invalid regular expression",
     "regex_matches_empty": "boilerplate.txt:1: pattern",
+    "pack_not_a_table": "[pack] must be a table",
+    "sources_not_a_table": "[sources] must be a table",
+    "source_entry_not_a_table": "missing [sources.charset] with file, origin and license",
+    "schema_float": "[pack] schema must be 1, got 1.0",
+    "pack_id_number": "pack.pack_id must be a non-empty string, got 5",
+    "file_number": "sources.charset.file must be a non-empty string, got 3",
+    "fold_map_not_a_table": "[fold_map] must be a table",
+    "fold_value_a_table": "[fold_map] 'x' must map to a string, got {}",
+    "terminator_number": "sentence_terminators must be a list of non-empty strings without "
+    "whitespace, got ['.', 1]",
+    "terminator_empty": "sentence_terminators must be a list",
+    "supports_item_not_a_string": "supports must be a list of names, got ['script_ratio', 1]",
+    "notes_infinite": "[notes] may hold only",
+    "notes_nested_date": "[notes] may hold only",
+    "notes_nested_too_deep": "[notes] is nested too deeply",
+    "typo_before_missing": "unknown keys in [pack]: ['shema']",
 }
 
 
