@@ -16,47 +16,125 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from curator.errors import CuratorError
+from curator.io import storage
+from curator.io.partitioning import parse_size
 
 
-class ExecutionConfig(BaseModel):
+INT64_MAX = 2**63 - 1
+
+
+def _whole_number(value: Any) -> Any:
+    """A count as written: ``true`` and ``2.0`` are refused (lax pydantic takes them as
+    1 and 2); a numeric string stays accepted, as environment variables give them."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "should be an integer, not {value}",
+                                  {"value": str(value).lower()})
+    if isinstance(value, float):
+        hint = f" (write {int(value)})" if value.is_integer() and abs(value) < 2**63 else ""
+        raise PydanticCustomError("int_type", "should be an integer, not {value}{hint}",
+                                  {"value": repr(value), "hint": hint})
+    return value
+
+
+def _byte_size(value: Any) -> Any:
+    """Refuse what :func:`~curator.io.partitioning.parse_size` would not read; keep the
+    value as written (not as bytes), so the config hash of a run stays what it was."""
+    parse_size(value)  # raises PydanticCustomError, which pydantic reports with the key
+    return value
+
+
+#: An integer within 64 bits (counts, seeds, budgets): not a boolean, not a float. The
+#: bounds turn a value past numpy's and Arrow's integers into a config error up front.
+Int64 = Annotated[int, BeforeValidator(_whole_number), Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
+
+#: A byte size (``partition_size``): ``64MB``, ``256MiB``, ``1048576``; from 1 byte to
+#: 1 TiB (parsed by pydantic's ``ByteSize``, :func:`curator.io.partitioning.parse_size`).
+ByteSizeSpelling = Annotated[str | int, BeforeValidator(_byte_size)]
+
+
+class ConfigBlock(BaseModel):
+    """Base of a nested config block: unknown keys refused; a field's description is the
+    docstring under it (``curate <step> --help`` lists it)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ExecutionConfig(ConfigBlock):
     """Where a step runs; shared by every step."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    #: local: a process pool; ray: one Ray task per source partition; inline: serially
     executor: Literal["local", "ray", "inline"] = "local"
-    workers: int | None = None  # the pool's processes (default: the CPUs)
-    #: a Ray cluster to join (auto, host:6379, ray://host:10001); default: a local Ray
+    """local: a process pool; ray: one Ray task per source partition; inline: serially"""
+    workers: Int64 | None = None
+    """the pool's processes (default: the CPUs)"""
     ray_address: str | None = None
-    #: where finished partitions are recorded, so a rerun resumes (a flow: its root's)
+    """a Ray cluster to join (auto, host:6379, ray://host:10001); default: a local Ray"""
     checkpoint_path: str | None = None
+    """where finished partitions are recorded, so a rerun resumes (a flow: its root's)"""
 
 
-class TokenizerRef(BaseModel):
+class TokenizerRef(ConfigBlock):
     """A tokenizer by name and revision (``models.tokenizer``, ``heuristic_filters.tokenizer``)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     revision: str
+
+
+_PATH_SUFFIXES = ("_dir", "_glob", "_path", "_root", "_manifest", "_ledger", "_policy",
+                  "_cache", "_file")
+_PATH_KEYS = frozenset({"input", "holdout", "output", "policy"})
+
+
+def _path_values(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``(dotted key, value)`` of every path-like key of a config dump, nested too."""
+    found = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            found += _path_values(value, f"{prefix}{key}.")
+        elif key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES):
+            found.append((f"{prefix}{key}", value))
+    return found
+
+
+def url_problems(step: str, config: StepConfig, url_keys: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``object_storage_unsupported`` for a URL in a path-like key of ``config`` (``*_dir``,
+    ``*_glob``, ``*_path``, ``input``, ...; nested too) that is not one of ``url_keys``
+    (docs/storage.md). A step's ``preflight`` and :meth:`StepRun.url_problems` both call
+    it, so a flow's preflight lists what the run would refuse."""
+    values = config.model_dump(mode="json", exclude={"execution"})
+    return [("object_storage_unsupported",
+             f"step {step!r} cannot use object storage for {key} ({value!r}): use a local "
+             "or shared-filesystem path (docs/storage.md lists what can)")
+            for key, value in _path_values(values) if key not in url_keys
+            and storage.any_remote(value)]
 
 
 class StepConfig(BaseSettings):
     """Base of every step's configuration."""
 
     model_config = SettingsConfigDict(
-        env_prefix="CURATE_", env_nested_delimiter="__", extra="forbid"
+        env_prefix="CURATE_", env_nested_delimiter="__", extra="forbid",
+        use_attribute_docstrings=True,
     )
+
+    #: the step this config belongs to, bound by its :class:`~curator.steps.spec.StepSpec`
+    #: (the key is written in the spec alone)
+    step_spec: ClassVar[Any]
 
     execution: ExecutionConfig = ExecutionConfig()
     output_dir: str
+
+    def url_problems(self) -> list[tuple[str, str]]:
+        """``object_storage_unsupported`` for a URL in a path-like key its step does not
+        allow (:func:`curator.steps.base.url_problems`)."""
+        return url_problems(self.step_spec.key, self, self.step_spec.url_keys)
 
     def preflight(self, flow: Any = None) -> list[tuple[str, str]]:
         """Problems of this config found before anything is touched, as
@@ -69,9 +147,9 @@ class StepConfig(BaseSettings):
 class CorpusStepConfig(StepConfig):
     """Base of a step that writes a corpus (ingest, filter, decontamination, subset)."""
 
-    #: ``jsonl``: the JSONL shards; ``jsonl+parquet``: and a Parquet copy of them under
-    #: ``<output_dir>/parquet/`` (curator.io.parquet_export, docs/user-guide.md)
     output_format: Literal["jsonl", "jsonl+parquet"] = "jsonl"
+    """``jsonl``: the JSONL shards; ``jsonl+parquet``: and a Parquet copy of them under
+    ``<output_dir>/parquet/`` (curator.io.parquet_export, docs/user-guide.md)"""
 
 
 C = TypeVar("C", bound=StepConfig)

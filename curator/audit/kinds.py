@@ -9,19 +9,23 @@ what that artifact claims and returns its report block and findings
 A checker reads only files: the artifact, the shards and lists it names, and whatever
 inputs it records. It never imports the step's own package (the step packages are
 independent, and an auditor that reuses the producer's code proves less). A step that
-wants auditing records in its artifact the paths its checker needs.
+wants auditing records in its artifact the paths its checker needs, and names its
+checker in its spec (``StepSpec.audit``): the kinds are derived from the registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from curator.audit.checks import Block
-from curator.audit.decontamination import check_decontamination
 from curator.audit.parquet import check_parquet_copy, has_parquet_copy
-from curator.audit.subset import check_subset
+from curator.config import CorpusStepConfig
+
+if TYPE_CHECKING:
+    from curator.steps.spec import StepSpec
 
 
 @dataclass(frozen=True)
@@ -35,23 +39,24 @@ class ArtifactKind:
     applies: Callable[[Path], bool] = lambda path: True
 
 
-#: one entry per audited step kind, in flow order; a step adds its line here
-KINDS: tuple[ArtifactKind, ...] = (
-    ArtifactKind("decontamination", "decontamination_report.json", check_decontamination),
-    ArtifactKind("subset", "subset_report.json", check_subset),
-    # the Parquet copy of a corpus (``output_format: jsonl+parquet``), where one is listed
-    *(ArtifactKind(f"parquet:{step}", artifact, check_parquet_copy, has_parquet_copy)
-      for step, artifact in (("ingest", "ingest_report.json"), ("filter", "run_manifest.json"),
-                             ("decontamination", "decontamination_report.json"),
-                             ("subset", "subset_report.json"))),
-)
+def kinds_of(specs: Iterable[StepSpec]) -> tuple[ArtifactKind, ...]:
+    """The kinds the steps declare, in flow order: each step's audit hook
+    (``StepSpec.audit``), then the Parquet copy of every step that writes a corpus
+    (``output_format: jsonl+parquet``), where its completion artifact lists one."""
+    specs = tuple(specs)
+    hooks = [ArtifactKind(s.key, str(s.completion_name({})), s.audit)
+             for s in specs if s.audit is not None]
+    copies = [ArtifactKind(f"parquet:{s.key}", str(s.completion_name({})), check_parquet_copy,
+                           has_parquet_copy)
+              for s in specs if issubclass(s.config, CorpusStepConfig)]
+    return (*hooks, *copies)
 
 
-def found(root: Path) -> list[tuple[ArtifactKind, Path]]:
-    """Every artifact of a known kind directly in ``root`` or one directory below it,
-    in :data:`KINDS` order, then path order."""
+def found(root: Path, kinds: Iterable[ArtifactKind]) -> list[tuple[ArtifactKind, Path]]:
+    """Every artifact of one of ``kinds`` directly in ``root`` or one directory below
+    it, in ``kinds`` order, then path order."""
     out: list[tuple[ArtifactKind, Path]] = []
-    for kind in KINDS:
+    for kind in kinds:
         paths = [root / kind.artifact, *sorted(root.glob(f"*/{kind.artifact}"))]
         out.extend((kind, p) for p in paths if p.is_file() and kind.applies(p))
     return out

@@ -15,23 +15,30 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from curator import models
 from curator.artifacts import canonical_digest, file_digest
-from curator.config import ExecutionConfig, _deep_merge, config_problem, validate_config
+from curator.config import (
+    ConfigBlock,
+    ExecutionConfig,
+    Int64,
+    _deep_merge,
+    config_problem,
+    validate_config,
+)
 from curator.corpus.formats import JSONL_NAMES
 from curator.errors import CuratorError
 from curator.io import storage
 from curator.io.partitioning import resolve_input_files
+from curator.models import FlowPlanFile, StepMarker
 from curator.steps.registry import BY_KEY, STEPS
-from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec
+from curator.steps.spec import CorpusView, FlowContext, Problem, StepSpec, offers
 
 MARKER = ".curate_flow_step.json"
 
 
-class Corpus(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Corpus(ConfigBlock):
     input: str | list[str] | None = None
     text_field: str = "text"
     id_field: str | None = None
@@ -44,28 +51,24 @@ class Corpus(BaseModel):
     langpack_dir: str | None = None
 
 
-class Approve(BaseModel):
+class Approve(ConfigBlock):
     """How the filter's policy is approved inside the flow (see docs/flow.md)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     from_: str | None = Field(None, alias="from")
-    #: ``{signal: value | [lo, hi]}``, or the approved policy's own list form
-    #: ``[{signal, min, max}]`` (docs/flow.md)
     thresholds: dict[str, float | list[float]] | list[dict[str, Any]] = Field(
         default_factory=dict)
+    """``{signal: value | [lo, hi]}``, or the approved policy's own list form
+    ``[{signal, min, max}]`` (docs/flow.md)"""
     approver: str = ""
     evidence: str = ""
     method: str = "manual"
     date: str | None = None
     verify_corpus: bool = True
     interactive: bool = False
-    timeout_seconds: int = Field(3600, gt=0)
+    timeout_seconds: Int64 = Field(3600, gt=0)
 
 
-class FlowConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FlowConfig(ConfigBlock):
     corpus: Corpus = Corpus()
     output_root: str = "./output/curate"
     steps: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -113,7 +116,8 @@ class FlowPlan:
         return next(s for s in self.steps if s.key == key)
 
     def to_json(self, dry_run: bool) -> dict[str, Any]:
-        return {
+        """``flow_plan.json`` (:class:`curator.models.FlowPlanFile`)."""
+        return models.build(FlowPlanFile, {
             "schema_version": 1, "output_root": str(self.root), "dry_run": dry_run,
             "config_file": self.config_file,
             "artifacts": self.artifacts,
@@ -121,7 +125,7 @@ class FlowPlan:
                        "notes": s.notes, "config": s.config} for s in self.steps],
             "warnings": self.warnings,
             "problems": [{"error_id": i, "message": m} for i, m in self.problems],
-        }
+        })
 
     def raise_problems(self) -> None:
         if self.problems:
@@ -202,8 +206,7 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
         ctx = FlowContext(root=root, corpus=corpus, reads=reads, approved_policy=approved,
                           policy_signals=_policy_signals(config.approve, steps),
                           output_dir=str(root / spec.output_subdir),
-                          upstream={s.key: s.config for s in steps},
-                          upstream_enabled={s.key: s.enabled for s in steps})
+                          offers=offers([(s.spec, s.config, s.enabled) for s in steps]))
         authored = {k: v for k, v in config.steps.get(spec.key, {}).items() if k != "enabled"}
         derived = {"output_dir": ctx.output_dir, **_drop_none(spec.derive(ctx))}
         cfg = _deep_merge(derived, authored)
@@ -351,12 +354,11 @@ def step_is_done(step: StepPlan) -> bool:
     out = step.output_dir
     if not out:
         return False
-    marker = Path(out) / MARKER
     try:
-        recorded = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        recorded = models.read(StepMarker, Path(out) / MARKER)
+    except (OSError, CuratorError):  # absent, unreadable or malformed: not done
         return False
-    if recorded.get("config_hash") != step.config_hash():
+    if recorded.config_hash != step.config_hash():
         return False
     return step.spec.is_complete(step.config)
 
@@ -373,6 +375,6 @@ def mark_done(step: StepPlan, completed_at: str) -> None:
     """Record that ``step`` finished with this config (read by :func:`step_is_done`)."""
     from curator.io.writers import write_atomic
 
-    write_atomic(Path(step.output_dir or ".") / MARKER, json.dumps(
-        {"step_id": step.step_id, "config_hash": step.config_hash(),
-         "completed_at": completed_at}, indent=2, sort_keys=True) + "\n")
+    write_atomic(Path(step.output_dir or ".") / MARKER, json.dumps(models.build(
+        StepMarker, {"step_id": step.step_id, "config_hash": step.config_hash(),
+                     "completed_at": completed_at}), indent=2, sort_keys=True) + "\n")

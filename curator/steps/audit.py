@@ -20,9 +20,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from curator import models
 from curator.artifacts import file_digest
 from curator.audit.checks import AuditFacts
-from curator.audit.kinds import KINDS, ArtifactKind, found
+from curator.audit.kinds import ArtifactKind, found, kinds_of
 from curator.audit.report import (
     REPORT_NAME,
     SCHEMA_VERSION,
@@ -40,8 +41,18 @@ from curator.execution import Executor
 from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
-from curator.steps.base import ProgressHook, StepRun, url_problems
-from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+from curator.models import AuditReport, RunManifest
+from curator.steps.base import ProgressHook, StepRun
+from curator.steps.spec import (
+    CorpusView,
+    FlowContext,
+    Phase,
+    Port,
+    Problem,
+    StepSpec,
+    offers_at_root,
+    registered,
+)
 
 Mode = Literal["integrity", "digest", "containment", "all"]
 #: the keys that may name an fsspec URL (docs/storage.md): what the audit reads (a
@@ -54,29 +65,35 @@ class AuditConfig(StepConfig):
     """Configuration of ``curate audit`` (the reference's keys and four of this
     project's; docs/audit.md)."""
 
-    target_glob: str | list[str] | None = None  # or found under output_root
+    target_glob: str | list[str] | None = None
+    """or found under output_root"""
     output_dir: str = "./output/audit"
     declared_manifest: str | None = None
     ledger_glob: str | list[str] | None = None
     reference_glob: str | list[str] | None = None
     mode: Mode = "integrity"
     comparison_fields: list[str] = Field(default_factory=list)
-    source_field: str | None = None  # the manifest's output.source_field wins
+    source_field: str | None = None
+    """the manifest's output.source_field wins"""
     digest_root: str | None = None
     # this project's
-    id_field: str | None = None  # the manifest's output.id_field wins
-    text_field: str = "text"  # as the filter read it: which input lines were documents
-    approved_policy: str | None = None  # the policy file whose digest the manifest names
-    rejected_dir: str | None = None  # default: the manifest's rejected_dir
-    #: a flow's output root: audit every step that ran there (the filter's artifacts
-    #: fill the keys above that are unset; each later step's artifact gets its checker)
+    id_field: str | None = None
+    """the manifest's output.id_field wins"""
+    text_field: str = "text"
+    """as the filter read it: which input lines were documents"""
+    approved_policy: str | None = None
+    """the policy file whose digest the manifest names"""
+    rejected_dir: str | None = None
+    """default: the manifest's rejected_dir"""
     output_root: str | None = None
+    """a flow's output root: audit every step that ran there (the filter's artifacts
+    fill the keys above that are unset; each later step's artifact gets its checker)"""
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
         # object storage: what it reads and its output_dir may be URLs, not the policy
         # or a flow's output_root (docs/storage.md)
-        problems += url_problems("audit", self, URL_KEYS)
+        problems += self.url_problems()
         if self.target_glob is None and self.output_root is None:
             problems.append(("audit_needs_a_target",
                              "set target_glob (the shards to audit) or output_root (a "
@@ -101,7 +118,8 @@ class AuditConfig(StepConfig):
                 flow.warnings.append(
                     "the audit has no manifest or no ledger (the filter is off and its "
                     "artifacts are absent): it claims less (docs/audit.md)")
-            if not flow.upstream_enabled.get("filter") and not _matches(self.target_glob or []):
+            provider = flow.offer("manifest")
+            if not (provider and provider.enabled) and not _matches(self.target_glob or []):
                 problems.append(("missing_upstream_artifact",
                                  f"steps.audit.target_glob {self.target_glob!r} matches no "
                                  "files and the filter, which writes them, is off"))
@@ -123,39 +141,44 @@ def run_audit(config: AuditConfig, executor: Executor | None = None,
 
 
 def from_output_root(config: AuditConfig) -> AuditConfig:
-    """With ``output_root``: the filter's artifacts there (as its ``flow_plan.json``
-    places them, else the flow's default layout) fill the keys the config leaves unset.
-    Without a filter output there, only the later steps' artifacts are audited."""
+    """With ``output_root``: the config a flow would derive there fills the keys the
+    config leaves unset: the ports the earlier steps provide (the manifest's step's
+    corpus, manifest, ledger, ...), placed as the root's ``flow_plan.json`` says, else
+    as the flow's default layout does (:func:`~curator.steps.spec.offers_at_root`).
+    Without such output there, only the later steps' artifacts are audited."""
     if config.output_root is None or storage.is_remote(config.output_root):
         return config  # a flow's root is local: the run refuses a URL (docs/storage.md)
     root = Path(config.output_root)
     if not root.is_dir():
         raise CuratorError("output_root_not_found",
                            f"output_root {config.output_root!r} is not a directory")
-    filt: dict[str, Any] = {}
+    configs: dict[str, dict[str, Any]] = {}
     try:
         plan = json.loads((root / "flow_plan.json").read_text(encoding="utf-8"))
-        filt = next(s["config"] for s in plan["steps"] if s.get("key") == "filter")
+        configs = {s["key"]: dict(s["config"]) for s in plan["steps"]}
     except FileNotFoundError:
         pass
-    except (OSError, ValueError, KeyError, TypeError, StopIteration) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CuratorError("flow_plan_unreadable",
                            f"{root / 'flow_plan.json'} cannot be read as a flow plan: "
                            f"{type(exc).__name__}: {exc}") from exc
-    out = Path(filt.get("output_dir") or root / "filtered_jsonl")
-    if not out.is_dir():
+    found = offers_at_root(root, SPEC.key, configs)
+    manifest = [o for o in found if o.port.name == "manifest"]
+    if not manifest or not Path(manifest[-1].config["output_dir"]).is_dir():
         return config
     ctx = FlowContext(root=root, corpus=None, reads=CorpusView(None), approved_policy=None,
-                      upstream={"filter": {**filt, "output_dir": str(out)}},
-                      upstream_enabled={"filter": False})
+                      offers=found)
     unset = {k: v for k, v in _derive(ctx).items()
              if k not in config.model_fields_set and v is not None}
     return config.model_copy(update=unset)
 
 
+def audit_kinds() -> tuple[ArtifactKind, ...]:
+    """What a whole-root audit proves: the kinds the registered steps declare."""
+    return kinds_of(registered())
+
+
 class AuditRun(StepRun):
-    key = "audit"
-    url_keys = URL_KEYS
     schema_version = SCHEMA_VERSION
     config: AuditConfig
 
@@ -166,19 +189,19 @@ class AuditRun(StepRun):
         self.target: list[str] = []
         self.reference: list[str] = []
         self.rejected: list[str] = []
-        self.manifest: dict[str, Any] | None = None
+        self.manifest: RunManifest | None = None
         self.manifest_error: str | None = None
         self.kinds: list[tuple[ArtifactKind, Path]] = []
 
     # -- refusals ----------------------------------------------------------------------
     def refuse(self) -> None:
         cfg = self.config
-        self.kinds = found(Path(cfg.output_root)) if cfg.output_root else []
+        self.kinds = found(Path(cfg.output_root), audit_kinds()) if cfg.output_root else []
         if cfg.target_glob is None:
             if not self.kinds:
                 raise CuratorError("nothing_to_audit",
                                    f"output_root {cfg.output_root!r} holds no filter output "
-                                   f"and none of {sorted({k.artifact for k in KINDS})}")
+                                   f"and none of {sorted({k.artifact for k in audit_kinds()})}")
             return
         self.target = self._resolve(cfg.target_glob, "target_glob")
         if not self.target:
@@ -190,7 +213,7 @@ class AuditRun(StepRun):
                 raise CuratorError("reference_glob_no_matches",
                                    f"reference_glob {cfg.reference_glob!r} matches no files")
         self._read_manifest()
-        rejected = cfg.rejected_dir or (self.manifest or {}).get("rejected_dir")
+        rejected = cfg.rejected_dir or (self.manifest.rejected_dir if self.manifest else None)
         if rejected and storage.is_remote(rejected):  # a filter that published to a bucket
             self.rejected = self._objects(storage.join(rejected, "*.jsonl"), "rejected_dir")
         elif rejected and Path(rejected).is_dir():
@@ -221,21 +244,18 @@ class AuditRun(StepRun):
             raise CuratorError("declared_manifest_not_found",
                                f"declared_manifest {path!r} does not exist")
         try:
-            data = json.loads(storage.read_file(path).decode("utf-8"))
-        except (OSError, ValueError) as exc:
+            self.manifest = models.load(RunManifest, storage.read_file(path), path)
+        except OSError as exc:
             self.manifest_error = f"{type(exc).__name__}: {exc}"
-            return
-        if isinstance(data, dict):
-            self.manifest = data
-        else:
-            self.manifest_error = "not a JSON object"
+        except CuratorError as exc:  # artifact_invalid: not JSON, or a field's type
+            self.manifest_error = exc.message
 
     # -- the run -----------------------------------------------------------------------
     def fields(self) -> tuple[str | None, str | None]:
         """(id_field, source_field): the manifest's output fields win."""
-        output = (self.manifest or {}).get("output") or {}
-        return (output.get("id_field") or self.config.id_field,
-                output.get("source_field") or self.config.source_field)
+        output = self.manifest.output if self.manifest is not None else None
+        return ((output.id_field if output else None) or self.config.id_field,
+                (output.source_field if output else None) or self.config.source_field)
 
     def files(self) -> list[str]:
         return sorted(set(self.target) | set(self.reference) | set(self.rejected))
@@ -311,8 +331,9 @@ class AuditRun(StepRun):
         facts = self.facts() if self.completed else None
         producer = self.producer()
         if facts is None:
-            return [(self.report_path, self._unfinished(producer))]
-        report = build_report(facts, producer, self.error_block(), self.step_checks())
+            return [(self.report_path, models.build(AuditReport, self._unfinished(producer)))]
+        report = models.build(AuditReport, build_report(facts, producer, self.error_block(),
+                                                        self.step_checks()))
         write_atomic(self.out / SUMMARY_NAME, render(report).markdown)
         return [(self.report_path, report)]
 
@@ -369,26 +390,24 @@ def _policy_fingerprint(path: str) -> str | None:
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:
-    """The filter's output shards, manifest, ledger and input (spec section 12)."""
-    filt = flow.upstream.get("filter") or {}
-    out = filt.get("output_dir") or str(flow.root / "filtered_jsonl")
-    on = bool(flow.upstream_enabled.get("filter"))
+    """What the nearest step providing a ``manifest`` wrote: its corpus, manifest,
+    ledger, rejected records, policy and the input it accounts for (spec section 12).
+    A manifest of a step that is off is audited only where its files exist."""
+    offer = flow.offer("manifest")
+    if offer is None:
+        return {}
+    out = offer.config.get("output_dir") or flow.root / offer.spec.output_subdir
 
-    def artifact(key: str, default: str) -> str | None:
-        name = filt.get(key, default)
-        if name is None:
-            return None
-        path = Path(name) if Path(name).is_absolute() else Path(out) / name
-        return str(path) if on or path.is_file() else None
+    def existing(path: str | None) -> str | None:
+        return path if path is not None and (offer.enabled or Path(path).is_file()) else None
 
-    policy = (filt.get("heuristic_filters") or {}).get("approved_policy")
-    return {"target_glob": out, "declared_manifest": artifact("emit_manifest",
-                                                              "run_manifest.json"),
-            "ledger_glob": artifact("emit_ledger", "curation_ledger.json"),
-            "reference_glob": filt.get("input_glob"), "digest_root": out,
-            "text_field": filt.get("text_field"), "id_field": filt.get("id_field"),
-            "source_field": filt.get("source_field"), "approved_policy": policy,
-            "rejected_dir": filt.get("rejected_dir")}
+    reference = offer.locate("manifest_input") or CorpusView(None)
+    return {"target_glob": str(out), "declared_manifest": existing(offer.value),
+            "ledger_glob": existing(offer.locate("ledger")),
+            "reference_glob": reference.glob, "digest_root": str(out),
+            "text_field": reference.text_field, "id_field": reference.id_field,
+            "source_field": reference.source_field, "approved_policy": offer.locate("policy"),
+            "rejected_dir": offer.locate("rejected")}
 
 
 def _depends_on(config: dict[str, Any]) -> list[str]:
@@ -410,6 +429,7 @@ def _flow_fields(report: dict[str, Any]) -> dict[str, Any]:
 
 SPEC = StepSpec(
     key="audit",
+    url_keys=URL_KEYS,
     help="Prove from disk what the filter's artifacts claim (exit 1 on findings).",
     config=AuditConfig,
     run=run_audit,
@@ -419,6 +439,9 @@ SPEC = StepSpec(
     input_key="target_glob",
     derive=_derive,
     render=render,
+    consumes=(Port("manifest", "manifest"), Port("ledger", "ledger"),
+              Port("rejected", "rejected"), Port("policy", "policy"),
+              Port("manifest_input", "corpus")),
     depends_on=_depends_on,
     flow_fields=_flow_fields,
     artifacts={"audit_report": REPORT_NAME},

@@ -35,17 +35,17 @@ from typing import Any, ClassVar
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
 from curator.checkpoint import METADATA_DIRNAME
-from curator.config import CorpusStepConfig, StepConfig
+from curator.config import CorpusStepConfig, StepConfig, url_problems
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.interrupts import StepInterrupts
+from curator.interrupts import Interrupts
 from curator.io import storage
 from curator.io.parquet_export import PARQUET_DIR, export_parquet, shard_order
 from curator.io.writers import clear_stale_temps, write_atomic
 from curator.locking import DirLock, checkpoint_lock, output_lock
 from curator.pipeline import Pipeline, PipelineResult, Progress
 from curator.stages import ProcessingStage
-from curator.steps.spec import Problem
+from curator.steps.spec import Problem, StepSpec
 from curator.tasks import EmptyTask
 
 log = logging.getLogger("curator.steps")
@@ -104,35 +104,6 @@ def error_block(error: BaseException | None) -> dict[str, str] | None:
     return {"error_id": "internal_error", "message": f"{type(error).__name__}: {error}"}
 
 
-_PATH_SUFFIXES = ("_dir", "_glob", "_path", "_root", "_manifest", "_ledger", "_policy",
-                  "_cache", "_file")
-_PATH_KEYS = frozenset({"input", "holdout", "output", "policy"})
-
-
-def _path_values(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """``(dotted key, value)`` of every path-like key of a config dump, nested too."""
-    found = []
-    for key, value in values.items():
-        if isinstance(value, dict):
-            found += _path_values(value, f"{prefix}{key}.")
-        elif key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES):
-            found.append((f"{prefix}{key}", value))
-    return found
-
-
-def url_problems(step: str, config: StepConfig, url_keys: tuple[str, ...]) -> list[Problem]:
-    """``object_storage_unsupported`` for a URL in a path-like key of ``config`` (``*_dir``,
-    ``*_glob``, ``*_path``, ``input``, ...; nested too) that is not one of ``url_keys``
-    (docs/storage.md). A step's ``preflight`` and :meth:`StepRun.url_problems` both call
-    it, so a flow's preflight lists what the run would refuse."""
-    values = config.model_dump(mode="json", exclude={"execution"})
-    return [("object_storage_unsupported",
-             f"step {step!r} cannot use object storage for {key} ({value!r}): use a local "
-             "or shared-filesystem path (docs/storage.md lists what can)")
-            for key, value in _path_values(values) if key not in url_keys
-            and storage.any_remote(value)]
-
-
 def _rebase(data: Any, local: str, url: str) -> Any:
     """``data`` with the local copy's path replaced by the remote URL in every string."""
     if isinstance(data, str):
@@ -147,16 +118,14 @@ def _rebase(data: Any, local: str, url: str) -> Any:
 class StepRun:
     """One run of a step: its state, so a failure at any point still yields artifacts.
 
-    Subclasses set :attr:`key` and :attr:`schema_version` and implement
-    :meth:`refuse`, :meth:`execute` and :meth:`artifacts` (and, when they have them,
-    :meth:`clear_outputs`, :meth:`config_extra`, :meth:`result`).
+    Subclasses set :attr:`schema_version` and implement :meth:`execute` and
+    :meth:`artifacts` (and, when they have them, :meth:`refuse`, :meth:`prepare`,
+    :meth:`clear_outputs`, :meth:`config_extra`, :meth:`verdict`). The step's key, its
+    URL keys and everything else about it come from its spec, bound to its config class
+    (``config.step_spec``).
     """
 
-    key: ClassVar[str]
     schema_version: ClassVar[int] = 1
-    #: the config keys that may name an fsspec URL (docs/storage.md); a URL in any other
-    #: path-like key is refused before anything runs (``object_storage_unsupported``)
-    url_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: StepConfig, executor: Executor | None = None,
                  on_progress: ProgressHook | None = None) -> None:
@@ -181,13 +150,24 @@ class StepRun:
         self.partitions_total = 0
         self.resumed_partitions = 0
         self._locks: list[DirLock] = []
-        self._interrupts = StepInterrupts()
+        self._interrupts = Interrupts()
         #: the Parquet copy's block (``output_format: jsonl+parquet``), once written
         self.parquet: dict[str, Any] | None = None
+        #: a failed phase's result so far (what its completed partitions counted), by name
+        self.partial: dict[str, PipelineResult] = {}
+
+    @property
+    def spec(self) -> StepSpec:
+        """The step's :class:`~curator.steps.spec.StepSpec` (its config class names it)."""
+        return type(self.config).step_spec
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
 
     @property
     def step_id(self) -> str:
-        return f"curate/{self.key}"
+        return self.spec.step_id
 
     # -- the order every step follows ------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -219,12 +199,13 @@ class StepRun:
     def _run(self) -> dict[str, Any]:
         try:
             refuse(storage.check_checkpoint_local(self.config.execution.checkpoint_path))
-            refuse(self.url_problems())
+            refuse(self.config.url_problems())
             refuse(self.config.preflight())
             if self.out.is_dir():  # before refuse(): it reads what a running run writes
                 self.lock(checkpoint=False)
             self.refuse()
             self.lock()
+            self.prepare()
             self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
             if not self.resuming:
                 self.clear_outputs()
@@ -332,6 +313,11 @@ class StepRun:
     def refuse(self) -> None:
         """Every check that needs more than the config, before the output is touched."""
 
+    def prepare(self) -> None:
+        """Heavy set-up the run needs (a holdout index, a language model), after
+        :meth:`refuse` and before the output is touched: what fails here is still a
+        refusal that leaves the output as it was. Checks belong in :meth:`refuse`."""
+
     def clear_outputs(self) -> None:
         """Remove this step's earlier outputs (a fresh, not a resumed, run)."""
 
@@ -363,11 +349,6 @@ class StepRun:
         return {}
 
     # -- shared pieces -----------------------------------------------------------------
-    def url_problems(self) -> list[Problem]:
-        """``object_storage_unsupported`` for a URL in a path-like key (``*_dir``,
-        ``*_glob``, ``*_path``, ``input``, ...) other than :attr:`url_keys`."""
-        return url_problems(self.key, self.config, self.url_keys)
-
     def inside_output(self, path: str) -> bool:
         """Whether ``path`` (a file or an object) lies in this run's output: its local
         copy or, for a remote ``output_dir``, the URL (never read as input)."""
@@ -382,17 +363,33 @@ class StepRun:
         return canonical_digest(body)
 
     def phase(self, name: str, partitions: ProcessingStage, stage: Any) -> PipelineResult:
-        """One engine pass: ``partitions`` then ``stage``, checkpointed per phase."""
+        """One engine pass: ``partitions`` then ``stage``, checkpointed per phase.
+
+        A partition that failed with the project's own error (a stage's refusal) fails
+        the phase with that error's id and the engine's message (which says what a
+        rerun resumes); what the completed partitions counted is kept in
+        :attr:`partial`."""
         self._interrupts.check()  # a signal whose raise was swallowed (interrupts.py)
         pipeline = Pipeline(name=f"{self.key}-{name}")
         pipeline.add_stage(partitions)
         pipeline.add_stage(stage)
         hook = self.on_progress
-        result = pipeline.run(
-            executor=self.executor,
-            checkpoint_path=self.ckpt_root / name if self.ckpt_root is not None else None,
-            on_progress=(lambda p: hook(name, p)) if hook else None,
-        )
+        try:
+            result = pipeline.run(
+                executor=self.executor,
+                checkpoint_path=self.ckpt_root / name if self.ckpt_root is not None else None,
+                on_progress=(lambda p: hook(name, p)) if hook else None,
+            )
+        except CuratorError as exc:
+            partial = exc.details.get("result")
+            if isinstance(partial, PipelineResult):  # what the completed partitions counted
+                self.partial[name] = partial
+            cause = exc.__cause__
+            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
+                # the partition's own refusal (e.g. metadata_field_absent_from_some_records)
+                # is what the user can act on; keep the engine's message (resume hint)
+                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
+            raise
         self.partitions_total = max(self.partitions_total, result.sources_total)
         self.resumed_partitions += result.sources_skipped
         self._interrupts.check()

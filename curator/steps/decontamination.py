@@ -24,9 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from curator.config import CorpusStepConfig
+from curator import models
+from curator.audit.decontamination import check_decontamination
+from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_NAMES,
@@ -61,9 +63,9 @@ from curator.execution import Executor
 from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import safe_name, write_atomic
-from curator.pipeline import PipelineResult
-from curator.steps.base import ProgressHook, StepRun, partition_ids, url_problems
-from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+from curator.models import DecontaminationReport
+from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.spec import CorpusView, FlowContext, Phase, Port, Problem, StepSpec
 
 #: training records read per file by the refusal that compares the key spaces
 KEY_SAMPLE = 200
@@ -72,31 +74,25 @@ KEY_SAMPLE_BYTES = 1 << 20
 URL_KEYS = ("train_glob", "holdout_glob", "holdout", "output_dir")
 
 
-class NormalizationConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NormalizationConfig(ConfigBlock):
     nfc: bool = True
     casefold: bool = True
     collapse_whitespace: bool = True
     strip_punctuation: bool = True
 
 
-class MinHashConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    seed: int = 42
-    char_ngrams: int = Field(24, ge=1)
-    num_bands: int = Field(20, ge=1)
-    minhashes_per_band: int = Field(13, ge=1)
+class MinHashConfig(ConfigBlock):
+    seed: Int64 = Field(42, ge=0)
+    char_ngrams: Int64 = Field(24, ge=1)
+    num_bands: Int64 = Field(20, ge=1)
+    minhashes_per_band: Int64 = Field(13, ge=1)
 
 
-class ContainmentConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ContainmentConfig(ConfigBlock):
     enabled: bool = True
     threshold: float = Field(0.8, gt=0, le=1)
-    #: a holdout document shorter than this many shingles is never removed by containment
-    min_shingles: int = Field(25, ge=1)
+    min_shingles: Int64 = Field(25, ge=1)
+    """a holdout document shorter than this many shingles is never removed by containment"""
 
 
 class DecontaminationConfig(CorpusStepConfig):
@@ -106,27 +102,28 @@ class DecontaminationConfig(CorpusStepConfig):
 
     train_glob: str | list[str]
     holdout_glob: str | list[str] | None = None
-    #: the flow's name of ``holdout_glob`` (``steps.decontamination.holdout``)
     holdout: str | list[str] | None = None
+    """the flow's name of ``holdout_glob`` (``steps.decontamination.holdout``)"""
     output_dir: str = "./output/decontaminated"
     id_field: str | None = None
     text_field: str = "text"
-    source_field: str | None = None  # passed on to the next step (the corpus view)
+    source_field: str | None = None
+    """passed on to the next step (the corpus view)"""
     threshold: float = Field(0.8, gt=0, le=1)
     shingle_kind: Literal["char", "word"] = "char"
-    word_ngrams: int = Field(8, ge=1)
+    word_ngrams: Int64 = Field(8, ge=1)
     normalization: NormalizationConfig = NormalizationConfig()
     minhash: MinHashConfig = MinHashConfig()
     candidates: Literal["exact", "minhash"] = "exact"
     containment: ContainmentConfig = ContainmentConfig()
     prefer_id_field: bool = False
     shared_id_space: bool = True
-    #: where the run's work files go (the holdout index, per-partition scan results):
-    #: ``<work_dir>/<output dir's name>-<digest of its path>/``, so several runs can share
-    #: one ``work_dir``; default ``<output_dir>/.decontamination-work``
     work_dir: str | None = None
+    """where the run's work files go (the holdout index, per-partition scan results):
+    ``<work_dir>/<output dir's name>-<digest of its path>/``, so several runs can share
+    one ``work_dir``; default ``<output_dir>/.decontamination-work``"""
     skip_similarity: bool = False
-    partition_size: str | int = "64MB"
+    partition_size: ByteSizeSpelling = "64MB"
 
     @property
     def holdout_files_spec(self) -> str | list[str] | None:
@@ -135,7 +132,7 @@ class DecontaminationConfig(CorpusStepConfig):
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         # object storage: the inputs and output_dir may be URLs, work_dir stays local
         # (docs/storage.md)
-        problems: list[Problem] = url_problems("decontamination", self, URL_KEYS)
+        problems: list[Problem] = self.url_problems()
         if not self.holdout_files_spec:
             where = "steps.decontamination.holdout" if flow is not None else "holdout_glob"
             problems.append(("decontamination_needs_a_holdout",
@@ -210,8 +207,6 @@ def work_folder(work_dir: Path, out: Path) -> Path:
 class DecontaminationRun(StepRun):
     """One decontamination run (:class:`~curator.steps.base.StepRun` keeps the order)."""
 
-    key = "decontamination"
-    url_keys = URL_KEYS
     schema_version = SCHEMA_VERSION
     config: DecontaminationConfig
 
@@ -249,12 +244,17 @@ class DecontaminationRun(StepRun):
         self.partitions = FilePartitioningStage(file_paths=self.files,
                                                 blocksize=cfg.partition_size)
 
+    def prepare(self) -> None:
+        """The holdout's shingle index (:func:`curator.decontamination.index.build_index`)."""
+        cfg = self.config
+        rules = cfg.rules()
+        self.index = build_index(cfg.candidates, cfg.shingling(), self.holdout["norms"],
+                                 rules.minhash, rules.min_fraction)
+
     def execute(self) -> None:
         cfg = self.config
         shingling = cfg.shingling()
-        rules = cfg.rules()
-        index = build_index(cfg.candidates, shingling, self.holdout["norms"], rules.minhash,
-                            rules.min_fraction)
+        index = self.index
         index_dir = self.work / "index"
         save_index(index, index_dir)
         write_atomic(self.work / HOLDOUT_FILE, json.dumps(
@@ -295,15 +295,6 @@ class DecontaminationRun(StepRun):
             self.warnings.append({"id": "unverifiable_pairs", "message":
                                   f"{unverifiable} pairs matched by identity could not be "
                                   "verified: a document is shorter than one shingle"})
-
-    def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
-        try:
-            return super().phase(name, partitions, stage)
-        except CuratorError as exc:
-            cause = exc.__cause__
-            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
-                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
-            raise
 
     def output_dirs(self) -> list[Path]:
         return [self.out, self.removed_dir]
@@ -437,7 +428,7 @@ class DecontaminationRun(StepRun):
             scans=scans, holdout_key_fields=self.holdout_key_fields, paths=paths,
             producer=self.producer(), completed=self.completed, error=self.error_block(),
             shards=shards, warnings=self.warnings)
-        return [(self.report_path, report)]
+        return [(self.report_path, models.build(DecontaminationReport, report))]
 
 
 def _head_records(path: str, spec: RecordSpec
@@ -475,6 +466,7 @@ def _depends_on(config: dict[str, Any]) -> list[str]:
 
 SPEC = StepSpec(
     key="decontamination",
+    url_keys=URL_KEYS,
     help="Remove training documents that overlap a holdout set (identity, Jaccard, "
          "containment), with the proof of each removal.",
     config=DecontaminationConfig,
@@ -485,7 +477,9 @@ SPEC = StepSpec(
     input_key="train_glob",
     derive=_derive,
     render=render,
-    produces=_produces,
+    audit=check_decontamination,
+    consumes=(Port("corpus", "corpus"), Port("holdout", "holdout")),
+    provides=(Port("corpus", "corpus", _produces),),
     depends_on=_depends_on,
     artifacts={"decontaminated": ""},
     command="decontaminate",

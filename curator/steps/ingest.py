@@ -27,10 +27,11 @@ from typing import Any, Literal
 
 import polars as pl
 import pyarrow.parquet as pq
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
+from curator import models
 from curator.artifacts import file_digest
-from curator.config import CorpusStepConfig
+from curator.config import ByteSizeSpelling, CorpusStepConfig, Int64
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.ingest.dedup import resolve_duplicates
@@ -48,8 +49,9 @@ from curator.ingest.report import (
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
 from curator.io.partitioning import parse_size
 from curator.io.writers import write_atomic
+from curator.models import IngestReport
 from curator.steps.base import ProgressHook, StepRun
-from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+from curator.steps.spec import CorpusView, FlowContext, Phase, Port, Problem, StepSpec
 
 log = logging.getLogger("curator.ingest")
 
@@ -72,8 +74,8 @@ class IngestConfig(CorpusStepConfig):
     source: str | None = None
     keep_fields: list[str] = Field(default_factory=lambda: ["url"])
     on_duplicate: Literal["refuse", "drop", "suffix"] = "refuse"
-    shard_size: PositiveInt = 50_000
-    partition_size: str | int = "64MB"
+    shard_size: Int64 = Field(50_000, ge=1)
+    partition_size: ByteSizeSpelling = "64MB"
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
@@ -113,8 +115,6 @@ def run_ingest(
 class IngestRun(StepRun):
     """One ingest run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
-    key = "ingest"
-    url_keys = ("input", "output_dir")  # object storage (docs/storage.md)
     schema_version = SCHEMA_VERSION
     config: IngestConfig
 
@@ -148,7 +148,7 @@ class IngestRun(StepRun):
         }
         if self.completed:
             report["completed_at"] = producer["completed_at"]
-        return [(self.out / REPORT_NAME, report)]
+        return [(self.out / REPORT_NAME, models.build(IngestReport, report))]
 
     def execute(self) -> None:
         config, out, plan, report = self.config, self.out, self.plan, self.fields
@@ -276,6 +276,7 @@ def _produces(config: dict[str, Any]) -> CorpusView:
 
 SPEC = StepSpec(
     key="ingest",
+    url_keys=("input", "output_dir"),
     help="Ingest a raw JSONL/Parquet corpus into canonical shards with an ingest report.",
     config=IngestConfig,
     run=run_ingest,
@@ -286,7 +287,7 @@ SPEC = StepSpec(
     input_key="input",
     derive=_derive,
     render=render,
-    produces=_produces,
+    provides=(Port("corpus", "corpus", _produces),),
     artifacts={"prepared": ""},
     reads_parquet=True,
 )

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from curator import models
 from curator.artifacts import write_json_atomic
-from curator.config import StepConfig, TokenizerRef
+from curator.config import ByteSizeSpelling, ConfigBlock, Int64, StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import JSONL_EXTENSIONS, SIDECARS
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
@@ -41,6 +42,7 @@ from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
+from curator.models import ProfileReport
 from curator.pipeline import PipelineResult
 from curator.profile.passes import (
     SampleStage,
@@ -50,8 +52,8 @@ from curator.profile.passes import (
 )
 from curator.profile.report import build_report, render, sample_manifest
 from curator.signals.registry import REGISTRY, SignalSpec, missing_requirements
-from curator.steps.base import ProgressHook, StepRun, partition_ids, url_problems
-from curator.steps.spec import FlowContext, Phase, Problem, StepSpec
+from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output
 
 log = logging.getLogger("curator.profile")
 
@@ -67,16 +69,12 @@ URL_KEYS = ("input_glob", "output_dir")
 
 
 
-class BandSearch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BandSearch(ConfigBlock):
     min_keep_rate: float = Field(0.80, ge=0, le=1)
     max_keep_rate: float = Field(0.995, ge=0, le=1)
 
 
-class Models(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Models(ConfigBlock):
     fasttext_langid: str | None = None
     tokenizer: TokenizerRef | None = None
 
@@ -92,16 +90,16 @@ class ProfileConfig(StepConfig):
     source_field: str | None = "source"
     id_field: str | None = None
     signals: list[str] = Field(default_factory=list)
-    max_total_docs: int = Field(200_000, ge=0)
-    seed: int = 0
+    max_total_docs: Int64 = Field(200_000, ge=0)
+    seed: Int64 = 0
     band_search: BandSearch = BandSearch()
     models: Models = Models()
-    partition_size: str | int = "64MB"
+    partition_size: ByteSizeSpelling = "64MB"
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
         # object storage: input_glob and output_dir may be URLs (docs/storage.md)
-        problems += url_problems("profile", self, URL_KEYS)
+        problems += self.url_problems()
         where = "corpus." if flow is not None else ""
         if not self.langpack_dir or self.langpack_dir.strip().lower() == "bundled":
             problems.append(("missing_langpack_dir",
@@ -132,8 +130,6 @@ def run_profile(
 class ProfileRun(StepRun):
     """One profile run (:class:`~curator.steps.base.StepRun` keeps the order of things)."""
 
-    key = "profile"
-    url_keys = URL_KEYS
     schema_version = 1
     config: ProfileConfig
 
@@ -211,11 +207,12 @@ class ProfileRun(StepRun):
         producer = self.producer()
         producer["digest_covers"] = "every key except producer and profile_digest"
         if self.completed and self.report is not None:
-            return [(self.out / REPORT_NAME, {**self.report, "producer": producer})]
+            return [(self.out / REPORT_NAME,
+                     models.build(ProfileReport, {**self.report, "producer": producer}))]
         _clear_artifacts(self.out)  # a failed profile leaves nothing that looks like a result
-        return [(self.out / REPORT_NAME, {"schema_version": self.schema_version,
-                                          "step_id": STEP_ID, "error": self.error_block(),
-                                          "producer": producer})]
+        return [(self.out / REPORT_NAME, models.build(ProfileReport, {
+            "schema_version": self.schema_version, "step_id": STEP_ID,
+            "error": self.error_block(), "producer": producer}))]
 
 
 def _clear_artifacts(out: Path) -> None:
@@ -291,6 +288,7 @@ def _derive(flow: FlowContext) -> dict[str, Any]:
 
 SPEC = StepSpec(
     key="profile",
+    url_keys=URL_KEYS,
     help="Profile a corpus: quality signals, candidate thresholds and a summary with plots.",
     config=ProfileConfig,
     run=run_profile,
@@ -302,5 +300,8 @@ SPEC = StepSpec(
     input_key="input_glob",
     derive=_derive,
     render=render,
+    consumes=(Port("corpus", "corpus"),),
+    provides=(Port("candidates", "candidates", in_output(CANDIDATES_NAME)),
+              Port("summary", "summary", in_output(SUMMARY_NAME))),
     artifacts={"profile": "", "candidates": CANDIDATES_NAME, "profile_report": REPORT_NAME},
 )

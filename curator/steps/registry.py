@@ -10,11 +10,12 @@ from curator.steps.decontamination import SPEC as DECONTAMINATION
 from curator.steps.filter import SPEC as FILTER
 from curator.steps.ingest import SPEC as INGEST
 from curator.steps.profile import SPEC as PROFILE
-from curator.steps.spec import StepSpec
+from curator.steps.spec import StepSpec, register
 from curator.steps.subset import SPEC as SUBSET
 
 STEPS: tuple[StepSpec, ...] = (INGEST, PROFILE, FILTER, AUDIT, DECONTAMINATION, SUBSET)
 BY_KEY: dict[str, StepSpec] = {spec.key: spec for spec in STEPS}
+register(STEPS)
 
 
 def step(key: str) -> StepSpec:

@@ -10,14 +10,16 @@ its report reads to a person. See docs/architecture.md, "How to add a step".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from curator import models
 from curator.config import StepConfig
+from curator.errors import CuratorError
 from curator.io import storage
+from curator.models import CompletionArtifact
 
 #: ``(error_id, message)``: one problem a preflight found.
 Problem = tuple[str, str]
@@ -48,10 +50,79 @@ class CorpusView:
                 "source_field": self.source_field}
 
 
+#: what a port carries: a corpus (a :class:`CorpusView`), a file or directory path
+#: (manifest, ledger, rejected records, policy, candidates, summary, plan, holdout), or
+#: the score columns a step writes into its corpus (:class:`ScoreColumns`)
+PortKind = Literal["corpus", "manifest", "ledger", "rejected", "policy", "candidates",
+                   "summary", "plan", "holdout", "scores"]
+
+
+@dataclass(frozen=True)
+class Port:
+    """One named, typed thing a step consumes or provides.
+
+    A provided port's :attr:`locate` says where it is from the step's (derived) config:
+    a :class:`CorpusView` for a corpus, a path for a file, ``None`` when this
+    configuration writes none. A flow wires steps by ports: a step asks its
+    :class:`FlowContext` for the :class:`Offer` of a port name (``flow.offer("manifest")``),
+    never for another step's config keys."""
+
+    name: str
+    kind: PortKind
+    locate: Callable[[dict[str, Any]], Any] = field(default=lambda cfg: None, compare=False)
+
+
+def in_output(name: str | None) -> Callable[[dict[str, Any]], str | None]:
+    """A provided port's ``locate`` for a file ``name`` under the step's ``output_dir``
+    (an absolute ``name`` stands as it is; ``None``: the step writes no such file)."""
+
+    def locate(config: dict[str, Any]) -> str | None:
+        out = config.get("output_dir")
+        if name is None or out is None:
+            return None
+        if Path(name).is_absolute():
+            return name
+        return storage.join(str(out), name) if storage.is_remote(str(out)) \
+            else str(Path(out) / name)
+
+    return locate
+
+
+@dataclass(frozen=True)
+class ScoreColumns:
+    """The ``__<signal>`` score columns a step writes into the corpus it provides:
+    those of the policy it applies, unless :attr:`none_because` says why it writes none."""
+
+    none_because: str | None = None
+    policy: str | None = None  # the policy whose thresholded signals get a column
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A port an earlier step of a flow provides: the step, whether it runs in this
+    flow, its config, and where the port is (``value``)."""
+
+    port: Port
+    spec: StepSpec
+    enabled: bool
+    config: dict[str, Any]
+    value: Any
+
+    @property
+    def step(self) -> str:
+        return self.spec.key
+
+    def locate(self, name: str) -> Any:
+        """Where another port ``name`` of the same step is (``None``: it has none)."""
+        return next((p.locate(self.config) for p in self.spec.provides if p.name == name),
+                    None)
+
+
 @dataclass
 class FlowContext:
     """What a flow hands each step's ``derive``: the flow's corpus block, where things
-    go, and the corpus the step reads (raw input, or what an earlier step produced)."""
+    go, the corpus the step reads (raw input, or what an earlier step provides) and the
+    ports every earlier step provides (:meth:`offer`)."""
 
     root: Path
     corpus: Any  # curator.flow.plan.Corpus: language, langpack_dir, id rules, ...
@@ -62,10 +133,25 @@ class FlowContext:
     policy_signals: tuple[str, ...] | None = None
     output_dir: str = ""  # this step's output dir under root
     done: bool = False  # its artifacts are complete for this config: the flow skips it
-    #: the configs of the steps before it (enabled or not), by key, and which are enabled
-    upstream: dict[str, dict[str, Any]] = field(default_factory=dict)
-    upstream_enabled: dict[str, bool] = field(default_factory=dict)
+    #: every port the steps before it provide (enabled or not), in flow order
+    offers: list[Offer] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # a preflight's warnings go here
+
+    def offer(self, name: str) -> Offer | None:
+        """The port ``name`` as the nearest earlier *enabled* step provides it, else as
+        the nearest earlier step that is off provides it (its files may exist from an
+        earlier run), else ``None``."""
+        found = [o for o in self.offers if o.port.name == name]
+        on = [o for o in found if o.enabled]
+        return (on or found or [None])[-1]
+
+    def stale(self, name: str) -> list[Offer]:
+        """Offers of ``name`` by steps that are off and come after the one :meth:`offer`
+        picks: what an earlier run of a disabled step may have left."""
+        picked = self.offer(name)
+        found = [o for o in self.offers if o.port.name == name]
+        after = found[found.index(picked) + 1:] if picked in found else found
+        return [o for o in after if not o.enabled]
 
 
 @dataclass(frozen=True)
@@ -75,10 +161,6 @@ class Rendering:
     markdown: str
     tables: dict[str, list[dict[str, Any]]]
     summary: str
-
-
-def _none(_: Any) -> Any:
-    return None
 
 
 @dataclass(frozen=True)
@@ -95,8 +177,11 @@ class StepSpec:
     input_key: str  # the config key that names what it reads (a glob or paths)
     derive: Callable[[FlowContext], dict[str, Any]]  # its config keys in a flow
     render: Callable[[dict[str, Any]], Rendering]
-    #: the corpus it writes (``None``: it writes none): what the next step reads
-    produces: Callable[[dict[str, Any]], CorpusView | None] = _none
+    #: what it reads from earlier steps, by port (a flow wires steps by these names)
+    consumes: tuple[Port, ...] = ()
+    #: what it writes that a later step, the audit or the report reads, by port; its
+    #: ``corpus`` port (a :class:`CorpusView`) is what the next step reads
+    provides: tuple[Port, ...] = ()
     #: files besides its input whose bytes its result depends on (the filter's policy)
     depends_on: Callable[[dict[str, Any]], list[str]] = lambda cfg: []
     #: fields of ``flow_report.json`` taken from its result (the filter's policy status)
@@ -109,6 +194,24 @@ class StepSpec:
     reads_parquet: bool = False
     #: its CLI command when that is a verb unlike its key (``decontaminate``)
     command: str | None = None
+    #: the config keys that may name an fsspec URL (docs/storage.md); a URL in any other
+    #: path-like key is refused before anything runs (``object_storage_unsupported``)
+    url_keys: tuple[str, ...] = ()
+    #: its audit hook: the checker that proves its completion artifact from disk
+    #: (``path -> (block, findings)``, ``curate audit`` with ``output_root``)
+    audit: Callable[[Path], Any] | None = None
+    #: its place in the run report's funnel: ``report -> (stages, tiers)``
+    #: (:mod:`curator.report.funnel`); ``None``: it counts no documents in and out
+    funnel: Callable[[dict[str, Any]], Any] | None = None
+
+    def __post_init__(self) -> None:
+        # the key is written here alone: the config and the run read it from the spec
+        self.config.step_spec = self
+
+    def produces(self, config: dict[str, Any]) -> CorpusView | None:
+        """The corpus it writes with ``config`` (its ``corpus`` port), if any."""
+        return next((p.locate(config) for p in self.provides if p.kind == "corpus"
+                     and p.name == "corpus"), None)
 
     @property
     def command_name(self) -> str:
@@ -143,9 +246,11 @@ class StepSpec:
         where = self.completion_location(config)
         return None if where is None or storage.is_remote(where) else Path(where)
 
-    def read_result(self, config: dict[str, Any]) -> dict[str, Any] | None:
-        """Its completion artifact as written (a local file, or the object on a bucket
-        read through :mod:`curator.io.storage`), or ``None`` when there is none. The
+    def read_result(self, config: dict[str, Any]) -> CompletionArtifact | None:
+        """Its completion artifact parsed through its model (a local file, or the object
+        on a bucket read through :mod:`curator.io.storage`), or ``None`` when there is
+        none (or a local file that cannot be read). A malformed one (not JSON, a field
+        of the wrong type) is ``artifact_invalid`` naming the file and the field; the
         store's own errors (credentials, network) are ``object_storage_error``."""
         where = self.completion_location(config)
         if where is None:
@@ -156,32 +261,74 @@ class StepSpec:
                 try:
                     raw = storage.read_file(where)
                 except FileNotFoundError:
-                    raw = None  # no artifact there
+                    return None  # no artifact there
         except OSError:  # a local file that cannot be read
             return None
-        try:
-            data = json.loads(raw.decode("utf-8")) if raw is not None else None
-        except ValueError:  # not JSON
-            return None
-        return data if isinstance(data, dict) else None
+        return models.load(models.completion_model(self.key), raw, where)
 
-    def rendered(self, report: dict[str, Any]) -> Rendering:
-        """:attr:`render` of a report; a failed run's report is marked as such (its own
-        rendering where the report has enough for it)."""
-        producer = report.get("producer") or {}
-        if producer.get("completed_at"):
-            return self.render(report)
-        err = report.get("error") or {"error_id": "incomplete", "message": "not completed"}
-        head = f"# {self.step_id}: FAILED\n\n- error: `{err['error_id']}` {err['message']}\n\n"
-        summary = f"{self.key}: FAILED [{err['error_id']}] {err['message']}"
+    def rendered(self, report: CompletionArtifact | dict[str, Any]) -> Rendering:
+        """:attr:`render` of a report (its model, or the dict a run returned); a failed
+        run's report is marked as such (its own rendering where the report has enough
+        for it)."""
+        artifact = (report if isinstance(report, CompletionArtifact)
+                    else models.parse(models.completion_model(self.key), report,
+                                      f"{self.step_id}'s report"))
+        data = artifact.dump()  # render() reads the report a person sees, as written
+        if artifact.is_complete:
+            return self.render(data)
+        err = artifact.failure()
+        head = f"# {self.step_id}: FAILED\n\n- error: `{err.error_id}` {err.message}\n\n"
+        summary = f"{self.key}: FAILED [{err.error_id}] {err.message}"
         try:
-            shown = self.render(report)
+            shown = self.render(data)
         except (KeyError, TypeError, ValueError, AttributeError):
             return Rendering(head, {}, summary)
         return Rendering(head + shown.markdown, shown.tables, summary)
 
     def is_complete(self, config: dict[str, Any]) -> bool:
-        """The one completion rule: its artifact's ``producer.completed_at`` is set."""
-        result = self.read_result(config)
-        producer = (result or {}).get("producer")
-        return isinstance(producer, dict) and bool(producer.get("completed_at"))
+        """Whether its completion artifact is complete (the one rule:
+        :attr:`CompletionArtifact.is_complete`); a malformed one is not."""
+        try:
+            result = self.read_result(config)
+        except CuratorError as exc:
+            if exc.error_id != models.ARTIFACT_INVALID:
+                raise
+            return False
+        return result is not None and result.is_complete
+
+
+#: the registry's steps in flow order (:func:`register`, called by
+#: :mod:`curator.steps.registry`, which ``curator.steps`` imports first)
+_REGISTERED: tuple[StepSpec, ...] = ()
+
+
+def register(steps: tuple[StepSpec, ...]) -> None:
+    """Make ``steps`` the steps :func:`offers_at_root` knows (the registry's, in order)."""
+    global _REGISTERED
+    _REGISTERED = steps
+
+
+def registered() -> tuple[StepSpec, ...]:
+    """The registry's steps, in flow order."""
+    return _REGISTERED
+
+
+def offers(planned: list[tuple[StepSpec, dict[str, Any], bool]]) -> list[Offer]:
+    """Every port the ``(spec, config, enabled)`` steps provide, in their order."""
+    return [Offer(port, spec, enabled, config, port.locate(config))
+            for spec, config, enabled in planned for port in spec.provides]
+
+
+def offers_at_root(root: Path, before: str, configs: dict[str, dict[str, Any]]
+                   ) -> list[Offer]:
+    """What the steps before ``before`` left under a flow's output ``root``: their
+    ports as ``configs`` (a ``flow_plan.json``'s step configs) place them, else as the
+    flow's default layout does; each as a step that is off (its files may exist)."""
+    planned = []
+    for spec in _REGISTERED:
+        if spec.key == before:
+            break
+        config = configs.get(spec.key) or {}
+        planned.append((spec, {**config, "output_dir": config.get("output_dir")
+                               or str(root / spec.output_subdir)}, False))
+    return offers(planned)

@@ -29,9 +29,11 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from curator.config import CorpusStepConfig
+from curator import models
+from curator.audit.subset import check_subset
+from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
@@ -47,9 +49,9 @@ from curator.io import storage
 from curator.io.parquet_export import shard_order
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
-from curator.pipeline import PipelineResult
-from curator.steps.base import ProgressHook, StepRun, partition_ids, url_problems
-from curator.steps.spec import CorpusView, FlowContext, Phase, Problem, StepSpec
+from curator.models import SubsetReport
+from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output
 from curator.subset.counting import BUNDLED, TokenizerId, identify
 from curator.subset.planning import Plan, make_plan, verify_nesting
 from curator.subset.report import (
@@ -78,11 +80,9 @@ DEFAULT_BANDS = [128, 512, 2048, 8192]
 URL_KEYS = ("input_glob", "output_dir")
 
 
-class SubsetTokenizer(BaseModel):
+class SubsetTokenizer(ConfigBlock):
     """``{name, revision}``: a bundled vocabulary (``cl100k_base``, ``o200k_base``) or a
     path to a ``tokenizer.json``; ``revision``: ``sha256:<hex>`` of the vocabulary."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     revision: str | None = None
@@ -96,18 +96,19 @@ class SubsetConfig(CorpusStepConfig):
     id_field: str | None = None
     text_field: str = "text"
     source_field: str | None = None
-    token_budgets: list[int] = Field(default_factory=lambda: list(DEFAULT_BUDGETS))
+    token_budgets: list[Int64] = Field(default_factory=lambda: list(DEFAULT_BUDGETS))
     tokenizer: SubsetTokenizer | None = None
-    token_cache: str | None = None  # default: <output_dir>/.token_cache (tokenizers only)
+    token_cache: str | None = None
+    """default: <output_dir>/.token_cache (tokenizers only)"""
     quality_score_field: str | None = None
-    length_bands: list[int] = Field(default_factory=lambda: list(DEFAULT_BANDS))
-    seed: int = 0
-    partition_size: str | int = "64MB"
+    length_bands: list[Int64] = Field(default_factory=lambda: list(DEFAULT_BANDS))
+    seed: Int64 = 0
+    partition_size: ByteSizeSpelling = "64MB"
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
         # object storage: input_glob and output_dir may be URLs (docs/storage.md)
-        problems += url_problems("subset", self, URL_KEYS)
+        problems += self.url_problems()
         if not self.id_field:
             problems.append(("id_field_missing",
                              "id_field is required: tiers are sets of document ids (in a "
@@ -131,22 +132,16 @@ class SubsetConfig(CorpusStepConfig):
         return problems
 
     def _score_column(self, flow: FlowContext) -> list[Problem]:
-        """``score_column_never_written``: a score field ``__<signal>`` that the flow's
-        filter will not write (spec section 12). The filter writes ``__<signal>`` only
-        in ``annotate``/``both`` mode, with a policy that thresholds the signal."""
-        field, filt = self.quality_score_field, flow.upstream.get("filter")
-        if not field or not field.startswith("__") or not flow.upstream_enabled.get("filter"):
+        """``score_column_never_written``: a score field ``__<signal>`` that no step
+        before it in the flow writes (spec section 12): the ``scores`` port of the
+        nearest enabled step that provides one says which columns it writes."""
+        field, offer = self.quality_score_field, flow.offer("scores")
+        if not field or not field.startswith("__") or offer is None or not offer.enabled:
             return []
-        signal = field[2:]
-        mode = (filt or {}).get("mode", "filter")
-        policy = ((filt or {}).get("heuristic_filters") or {}).get("approved_policy")
-        why = None
-        if mode == "filter":
-            why = "the filter runs in mode filter, which writes no score columns (set " \
-                  "steps.filter.mode: annotate or both)"
-        elif not policy:
-            why = "the filter applies no policy, so it scores no signal"
-        elif flow.policy_signals is not None and signal not in flow.policy_signals:
+        signal, scores = field[2:], offer.value
+        why = scores.none_because
+        if why is None and flow.policy_signals is not None \
+                and signal not in flow.policy_signals:
             why = (f"the policy has no threshold for {signal!r} (it thresholds "
                    f"{', '.join(flow.policy_signals) or 'nothing'})")
         if why is None:
@@ -155,15 +150,16 @@ class SubsetConfig(CorpusStepConfig):
                  f"quality_score_field {field!r} is never written: {why}")]
 
     def _flow_checks(self, flow: FlowContext) -> None:
-        decon = flow.upstream.get("decontamination")
-        if decon and not flow.upstream_enabled.get("decontamination"):
-            out = decon.get("output_dir")
+        """A corpus a disabled later producer left from an earlier run is not read."""
+        read = flow.offer("corpus")
+        reads = f"the corpus {read.step} writes" if read and read.enabled \
+            else "the configured corpus"
+        for stale in flow.stale("corpus"):
+            out = stale.config.get("output_dir")
             if out and any(Path(out).glob("*.jsonl")):
                 flow.warnings.append(
-                    f"{out} holds a decontaminated corpus from an earlier run, but "
-                    "decontamination is off: the subset reads the "
-                    f"{'filtered' if flow.upstream_enabled.get('filter') else 'configured'} "
-                    "corpus, not that file")
+                    f"{out} holds a corpus from an earlier run of {stale.step}, but "
+                    f"{stale.step} is off: the subset reads {reads}, not that file")
 
 
 def _digest(name: str) -> str:
@@ -186,8 +182,6 @@ def run_subset(config: SubsetConfig, executor: Executor | None = None,
 
 
 class SubsetRun(StepRun):
-    key = "subset"
-    url_keys = URL_KEYS
     schema_version = SCHEMA_VERSION
     config: SubsetConfig
 
@@ -278,15 +272,6 @@ class SubsetRun(StepRun):
             output_dir=str(self.out)))
         self.stats.update(result.stats)
         self._verify_written(ids)
-
-    def phase(self, name: str, partitions: Any, stage: Any) -> PipelineResult:
-        try:
-            return super().phase(name, partitions, stage)
-        except CuratorError as exc:
-            cause = exc.__cause__
-            if exc.error_id == "partition_failed" and isinstance(cause, CuratorError):
-                raise CuratorError(cause.error_id, exc.message, **exc.details) from cause
-            raise
 
     def _load(self) -> pa.Table:
         tables = [pq.read_table(count_file(self.work, i)) for i in range(len(self.sids))]
@@ -422,7 +407,7 @@ class SubsetRun(StepRun):
         block = self.error_block()
         if block is not None:
             report["error"] = block
-        return [(self.out / REPORT_NAME, report)]
+        return [(self.out / REPORT_NAME, models.build(SubsetReport, report))]
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
@@ -451,12 +436,9 @@ def _derive(flow: FlowContext) -> dict[str, Any]:
     return flow.reads.keys()
 
 
-def _produces(config: dict[str, Any]) -> CorpusView | None:
-    return None
-
-
 SPEC = StepSpec(
     key="subset",
+    url_keys=URL_KEYS,
     help="Nested training tiers by token budget, counted offline (words or a tokenizer).",
     config=SubsetConfig,
     run=run_subset,
@@ -467,7 +449,9 @@ SPEC = StepSpec(
     input_key="input_glob",
     derive=_derive,
     render=render,
-    produces=_produces,
+    audit=check_subset,
+    consumes=(Port("corpus", "corpus"), Port("scores", "scores")),
+    provides=(Port("plan", "plan", in_output(PLAN_NAME)),),
     artifacts={"subset_report": REPORT_NAME, "subset_plan": PLAN_NAME},
 )
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import curator.audit.kinds as kinds
+import curator.steps.audit as audit_step
 from curator.audit.checks import Block, finding
 from curator.errors import CuratorError
 from curator.steps.audit import AuditConfig, run_audit
@@ -62,8 +63,8 @@ def toy_check(path: Path) -> Block:
 
 @pytest.fixture
 def toy_kind(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kinds, "KINDS", (kinds.ArtifactKind("toy", "toy_report.json",
-                                                             toy_check),))
+    monkeypatch.setattr(audit_step, "audit_kinds", lambda: (
+        kinds.ArtifactKind("toy", "toy_report.json", toy_check),))
 
 
 def write_toy(folder: Path, claimed: int, rows: int) -> None:

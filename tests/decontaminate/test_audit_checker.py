@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from curator.audit.decontamination import check_decontamination
-from curator.audit.kinds import KINDS, found
+from curator.audit.kinds import found
+from curator.steps.audit import audit_kinds
 from curator.steps.decontamination import DecontaminationConfig, run_decontamination
 from tests.steps._worlds import decontamination_world
 
@@ -36,9 +37,10 @@ def test_a_clean_run_passes(run: Path) -> None:
 
 
 def test_it_is_registered_for_a_flows_output_root(run: Path) -> None:
-    kinds = {k.name: k for k in KINDS}
+    kinds = {k.name: k for k in audit_kinds()}
     assert kinds["decontamination"].check is check_decontamination
-    assert [(k.name, p) for k, p in found(run.parent) if k.name == "decontamination"] == [
+    assert [(k.name, p) for k, p in found(run.parent, kinds.values())
+            if k.name == "decontamination"] == [
         ("decontamination", run / "decontamination_report.json")]
 
 
