@@ -207,7 +207,12 @@ def report_(
 
     if not output_root.is_dir():
         fail(CuratorError("output_root_missing", f"no directory {output_root}"))
-    typer.echo(f"report {write_report(output_root)}")
+    try:
+        written = write_report(output_root)
+    except CuratorError as exc:  # a malformed flow_plan.json or flow_report.json
+        fail(exc)
+        return
+    typer.echo(f"report {written}")
 
 
 @app.command("status")

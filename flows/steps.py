@@ -24,6 +24,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from curator.artifacts import readable_table
 from curator.errors import CuratorError
 from curator.io import storage
+from curator.models import CompletionArtifact
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 from flows.prefect_logging import engine_logs_to_prefect
@@ -90,7 +91,7 @@ def publish(spec: StepSpec, config: dict[str, Any], since: float) -> None:
                               description=f"{spec.step_id}: {key.removeprefix(spec.key + '-')}")
 
 
-def written_since(where: str, report: dict[str, Any], since: float) -> bool:
+def written_since(where: str, report: CompletionArtifact, since: float) -> bool:
     """Whether the completion artifact at ``where`` was written by the run that began at
     ``since`` (``time.time()`` in this process), not left by an earlier one.
 
@@ -109,7 +110,7 @@ def written_since(where: str, report: dict[str, Any], since: float) -> bool:
             return Path(where).stat().st_mtime >= since - 0.01
         except OSError:
             return False
-    started = (report.get("producer") or {}).get("started_at")
+    started = report.producer.started_at if report.producer is not None else None
     try:
         began = datetime.fromisoformat(str(started))
     except ValueError:

@@ -15,18 +15,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from curator import models
 from curator.audit.multisets import differences, distinct, total
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
 from curator.corpus.fingerprint import RowDigest
 from curator.io import storage
+from curator.models import CurationLedger, RunManifest
+from curator.models.run_manifest import ManifestOutput
 
 #: how many ids (or shards) a finding names
 EXAMPLES = 5
 Finding = dict[str, Any]
 Block = tuple[dict[str, Any] | None, list[Finding]]
-LEDGER_KEYS = ("stage", "source", "n_input", "n_success", "n_filtered", "n_failed",
-               "n_quarantined", "n_accounted", "balanced", "filtered_by_reason",
-               "failed_units", "quarantined_units", "notes")
+#: every key of a ledger the attribution reads (:class:`curator.models.CurationLedger`)
+LEDGER_KEYS = tuple(k for k, f in CurationLedger.model_fields.items() if f.is_required())
 #: a ledger's failed unit of lines that were not records (accounted, not lost)
 RECORDS_UNIT = "records:"
 
@@ -50,7 +54,7 @@ class AuditFacts:
     id_field: str | None = None
     digest_root: str | None = None
     manifest_path: str | None = None
-    manifest: dict[str, Any] | None = None
+    manifest: RunManifest | None = None
     manifest_error: str | None = None
     ledgers: list[tuple[str, dict[str, Any] | None, str | None]] = field(default_factory=list)
     policy_path: str | None = None
@@ -145,23 +149,22 @@ def check_manifest(f: AuditFacts) -> Block:
                 [finding("manifest_unreadable", f"{f.manifest_path}: {f.manifest_error}")])
     m = f.manifest
     findings: list[Finding] = []
-    producer = m.get("producer") or {}
-    if not producer.get("completed_at"):
-        err = (m.get("error") or {}).get("error_id")
+    if not m.is_complete:
+        err = m.error.error_id if m.error is not None else None
         findings.append(finding(
             "manifest_incomplete",
             f"{f.manifest_path} has no producer.completed_at: the run that wrote it did not "
             f"finish{f' ({err})' if err else ''}"))
-    output = m.get("output") or {}
+    output = m.output or ManifestOutput()
     actual_rows, actual_files = f.rows(f.target), len(f.target)
-    declared_rows, declared_files = output.get("row_count"), output.get("file_count")
+    declared_rows, declared_files = output.row_count, output.file_count
     if declared_rows != actual_rows or declared_files != actual_files:
         findings.append(finding(
             "manifest_mismatch",
             f"the manifest declares {declared_rows} rows in {declared_files} files; the "
             f"target holds {actual_rows} rows in {actual_files} files"))
-    declared_sources = output.get("per_source")
-    if f.source_field is not None and isinstance(declared_sources, dict):
+    declared_sources = output.per_source
+    if f.source_field is not None and declared_sources is not None:
         actual_sources: Counter[str] = Counter()
         for p in f.target:
             actual_sources.update(f.scans[p].per_source)
@@ -169,22 +172,22 @@ def check_manifest(f: AuditFacts) -> Block:
             findings.append(finding("manifest_mismatch",
                                     "per-source row counts differ from the manifest's",
                                     declared=declared_sources, actual=dict(actual_sources)))
-    findings += _shards(f, output.get("shards"))
+    findings += _shards(f, output.shards)
     block = {"claimed": True, "declared_rows": declared_rows, "actual_rows": actual_rows,
              "declared_files": declared_files, "actual_files": actual_files}
     return block, findings
 
 
-def _shards(f: AuditFacts, declared: Any) -> list[Finding]:
+def _shards(f: AuditFacts, declared: list[models.Shard] | None) -> list[Finding]:
     """The manifest's ``shards[{name, rows, sha256}]`` against the files on disk."""
-    if not isinstance(declared, list):
+    if declared is None:
         return []
     root = storage.parent(f.manifest_path or "./.")  # the manifest's folder (or a URL's)
     on_disk = {_name(p, root): f.scans[p] for p in f.target}
     findings: list[Finding] = []
     names = set()
     for entry in declared:
-        name = entry.get("name")
+        name = entry.name
         names.add(name)
         scan = on_disk.get(name)
         if scan is None:
@@ -192,16 +195,16 @@ def _shards(f: AuditFacts, declared: Any) -> list[Finding]:
                                     f"{name} is in the manifest but not in the target",
                                     shard=name))
             continue
-        if entry.get("rows") != scan.rows:
+        if entry.rows != scan.rows:
             findings.append(finding(
                 "shard_rows_mismatch",
-                f"{name}: the manifest says {entry.get('rows')} rows, the file holds "
-                f"{scan.rows}", shard=name, declared=entry.get("rows"), actual=scan.rows))
-        if entry.get("sha256") != scan.sha256:
+                f"{name}: the manifest says {entry.rows} rows, the file holds "
+                f"{scan.rows}", shard=name, declared=entry.rows, actual=scan.rows))
+        if entry.sha256 != scan.sha256:
             findings.append(finding(
                 "shard_digest_mismatch",
-                f"{name}: sha256 {scan.sha256} is not the manifest's {entry.get('sha256')}",
-                shard=name, declared=entry.get("sha256"), actual=scan.sha256))
+                f"{name}: sha256 {scan.sha256} is not the manifest's {entry.sha256}",
+                shard=name, declared=entry.sha256, actual=scan.sha256))
     for name in sorted(set(on_disk) - names):
         findings.append(finding("unexpected_shard",
                                 f"{name} is in the target but not in the manifest", shard=name))
@@ -210,7 +213,8 @@ def _shards(f: AuditFacts, declared: Any) -> list[Finding]:
 
 def check_policy(f: AuditFacts) -> Block:
     """The manifest's policy digest against the approved policy file's bytes."""
-    declared = ((f.manifest or {}).get("policy") or {}).get("policy_digest")
+    declared = (f.manifest.policy.policy_digest
+                if f.manifest is not None and f.manifest.policy is not None else None)
     block: dict[str, Any] = {"manifest_policy_digest": declared, "file": f.policy_path,
                              "file_digest": f.policy_digest}
     if declared is None:
@@ -245,6 +249,14 @@ def check_policy(f: AuditFacts) -> Block:
 
 
 # -- strength 3: the ledger ------------------------------------------------------------
+def _parse_ledger(path: str, data: Any) -> CurationLedger | str:
+    """The ledger parsed through its model, or why it cannot be (naming the field)."""
+    try:
+        return CurationLedger.model_validate(data)
+    except ValidationError as exc:
+        return models.problem(path, exc)
+
+
 def _load_ledger(path: str, data: dict[str, Any] | None, error: str | None
                  ) -> tuple[dict[str, Any] | None, list[Finding]]:
     if data is None:
@@ -252,25 +264,26 @@ def _load_ledger(path: str, data: dict[str, Any] | None, error: str | None
     missing = [k for k in LEDGER_KEYS if k not in data]
     if missing:
         return None, [finding("ledger_unreadable", f"{path} lacks {missing}", path=path)]
-    try:
-        by_reason = {k: int(v) for k, v in data["filtered_by_reason"].items()}
-        n_failed = sum(int(u["records"]) for u in data["failed_units"])
-        n_quar = sum(int(u["records"]) for u in data["quarantined_units"])
-        n_filtered = sum(by_reason.values())
-        accounted = int(data["n_success"]) + n_filtered + n_failed + n_quar
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        return None, [finding("ledger_unreadable", f"{path}: {exc}", path=path)]
+    ledger = _parse_ledger(path, data)
+    if isinstance(ledger, str):  # a count that is no integer, a block of the wrong type
+        return None, [finding("ledger_unreadable", ledger, path=path)]
+    by_reason = ledger.filtered_by_reason
+    n_failed = sum(u.records for u in ledger.failed_units)
+    n_quar = sum(u.records for u in ledger.quarantined_units)
+    n_filtered = sum(by_reason.values())
+    accounted = ledger.n_success + n_filtered + n_failed + n_quar
     findings = []
     derived = {"n_filtered": n_filtered, "n_failed": n_failed, "n_quarantined": n_quar,
-               "n_accounted": accounted, "balanced": accounted == int(data["n_input"])}
-    wrong = {k: (data[k], v) for k, v in derived.items() if data[k] != v}
+               "n_accounted": accounted, "balanced": accounted == ledger.n_input}
+    stored = ledger.dump()
+    wrong = {k: (stored[k], v) for k, v in derived.items() if stored[k] != v}
     if wrong or not derived["balanced"]:
         findings.append(finding(
             "ledger_imbalanced",
-            f"{path}: n_input {data['n_input']} vs n_accounted {accounted}"
+            f"{path}: n_input {ledger.n_input} vs n_accounted {accounted}"
             + "".join(f"; {k} stored {a!r}, derived {b!r}" for k, (a, b) in wrong.items()),
             path=path))
-    return {**data, **derived, "filtered_by_reason": by_reason}, findings
+    return {**stored, **derived, "filtered_by_reason": by_reason}, findings
 
 
 def check_ledgers(f: AuditFacts) -> Block:
@@ -295,8 +308,9 @@ def check_ledgers(f: AuditFacts) -> Block:
     lost = [dict(u, ledger=path) for path, ledger in loaded for u in ledger["failed_units"]
             if not str(u.get("unit", "")).startswith(RECORDS_UNIT)]
     target_rows = f.rows(f.target)
-    manifest_in = ((f.manifest or {}).get("input") or {}).get("row_count")
-    if isinstance(manifest_in, int):
+    manifest_in = (f.manifest.input.row_count
+                   if f.manifest is not None and f.manifest.input is not None else None)
+    if manifest_in is not None:
         observed, basis = manifest_in - target_rows, "manifest input rows - target rows"
     elif f.reference:
         observed, basis = f.rows(f.reference) - target_rows, "reference rows - target rows"
@@ -317,8 +331,9 @@ def check_ledgers(f: AuditFacts) -> Block:
         findings.append(finding("unaccounted_gain",
                                 f"the target holds {-unexplained} rows more than the input "
                                 "minus what the ledger removed", unexplained=unexplained))
-    declared = ((f.manifest or {}).get("declared") or {}).get("filtered")
-    if isinstance(declared, dict) and \
+    declared = (f.manifest.declared.filtered
+                if f.manifest is not None and f.manifest.declared is not None else None)
+    if declared is not None and \
             {k: v for k, v in declared.items() if v} != dict(by_reason):
         findings.append(finding("attribution_disagreement",
                                 "the manifest's declared.filtered differs from the ledger's "
@@ -417,11 +432,11 @@ def check_records(f: AuditFacts) -> Block:
 def _ledger_gates(f: AuditFacts) -> dict[str, int] | None:
     total: Counter[str] = Counter()
     seen = False
-    for _, data, _ in f.ledgers:
-        if isinstance(data, dict) and isinstance(data.get("filtered_by_reason"), dict):
+    for path, data, _ in f.ledgers:
+        ledger = _parse_ledger(path, data) if data is not None else None
+        if isinstance(ledger, CurationLedger):  # an unreadable one is its own finding
             seen = True
-            total.update({k: int(v) for k, v in data["filtered_by_reason"].items()
-                          if isinstance(v, int | float)})
+            total.update(ledger.filtered_by_reason)
     return dict(sorted((k, v) for k, v in total.items() if v)) if seen else None
 
 
@@ -466,7 +481,8 @@ def check_containment(f: AuditFacts) -> Block:
             "containment_violation",
             f"{missing_rows} target rows are not in the reference (multiset, by "
             f"{f.comparison_fields})", missing_row_count=missing_rows))
-    policy = ((f.manifest or {}).get("canonicalization") or {}).get("duplicate_ids")
+    policy = (f.manifest.canonicalization.duplicate_ids if f.manifest is not None
+              and f.manifest.canonicalization is not None else None)
     if duplicates and policy == "reject":
         findings.append(finding("duplicate_ids",
                                 f"{duplicates} duplicate ids, and the manifest says reject"))

@@ -20,12 +20,15 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
+from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 from curator.corpus.reading import iter_lines, iter_records
 from curator.corpus.records import RecordSpec, Rejection
+from curator.errors import CuratorError
 from curator.io import storage
+from curator.models import DecontaminationReport
+from curator.models.decontamination_report import DecontaminationResult, SplitBlock
 
 
 def _digest_files(files: list[str]) -> str:
@@ -67,20 +70,29 @@ def check_decontamination(report_path: Path) -> Block:
     """``(block, findings)`` of one ``decontamination_report.json``."""
     findings: list[Finding] = []
     try:
-        report: dict[str, Any] = json.loads(Path(report_path).read_text(encoding="utf-8"))
-        paths = report["paths"]
-        out = Path(paths["output_dir"])
-        removed_dir = Path(paths["removed_dir"])
-        spec = RecordSpec(text_field=paths.get("text_field") or "text",
-                          id_field=paths["id_field"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        report = models.read(DecontaminationReport, report_path)
+    except OSError as exc:
         return None, [finding("decontamination_report_unreadable",
                               f"{report_path}: {type(exc).__name__}: {exc}")]
-    if not (report.get("producer") or {}).get("completed_at"):
+    except CuratorError as exc:  # artifact_invalid: names the file and the field
+        return None, [finding("decontamination_report_unreadable", exc.message)]
+    paths = report.paths
+    needed = {"paths": paths} if paths is None else {
+        f"paths.{k}": getattr(paths, k) for k in ("output_dir", "removed_dir", "id_field",
+                                                  "train_files", "holdout_files")}
+    missing = [k for k, v in needed.items() if v is None]
+    if paths is None or missing:
+        return None, [finding("decontamination_report_unreadable",
+                              f"{report_path}: {', '.join(missing)} missing")]
+    assert paths.output_dir and paths.removed_dir and paths.train_files is not None
+    out = Path(paths.output_dir)
+    removed_dir = Path(paths.removed_dir)
+    spec = RecordSpec(text_field=paths.text_field or "text", id_field=paths.id_field)
+    if not report.is_complete:
         findings.append(finding("decontamination_incomplete",
                                 f"{report_path} has no producer.completed_at"))
     try:
-        ids_in = _ids(list(paths["train_files"]), spec)
+        ids_in = _ids(list(paths.train_files), spec)
         shards = sorted(out.glob("part_*.jsonl"))
         ids_out = _ids([str(p) for p in shards], spec)
         removed: list[str] = []
@@ -111,15 +123,15 @@ def check_decontamination(report_path: Path) -> Block:
         findings.append(finding("decontamination_removed_listed_twice",
                                 f"{len(twice)} ids are listed more than once in removed/",
                                 examples=twice[:EXAMPLES]))
-    result = report.get("result") or {}
+    result = (report.result or DecontaminationResult()).dump()
     on_disk = {"train_documents_in": len(ids_in), "train_documents_removed": len(removed),
                "train_documents_out": len(ids_out)}
     wrong = {k: (result.get(k), v) for k, v in on_disk.items() if result.get(k) != v}
     if wrong:
         findings.append(finding("decontamination_counts_mismatch",
                                 f"the report's counts differ from the files: {wrong}"))
-    declared = {s["name"]: (s["rows"], s["sha256"])
-                for s in (report.get("output") or {}).get("shards", [])}
+    declared = {s.name: (s.rows, s.sha256)
+                for s in (report.output.shards if report.output else None) or []}
     actual = {p.name: _file_facts(p) for p in shards}
     if declared != actual:
         differ = sorted(n for n in set(declared) | set(actual)
@@ -127,17 +139,17 @@ def check_decontamination(report_path: Path) -> Block:
         findings.append(finding("decontamination_shard_mismatch",
                                 f"{len(differ)} shards differ from the report's list",
                                 examples=differ[:EXAMPLES]))
-    holdout = (report.get("splits") or {}).get("holdout") or {}
+    holdout = (report.splits.holdout if report.splits else None) or SplitBlock()
     try:
-        digest = _digest_files(list(paths["holdout_files"]))
+        digest = _digest_files(list(paths.holdout_files or []))
     except OSError as exc:
         digest = f"unreadable: {exc}"
-    unchanged = digest == holdout.get("content_digest") and not holdout.get("modified")
+    unchanged = digest == holdout.content_digest and not holdout.modified
     if not unchanged:
         findings.append(finding("decontamination_holdout_modified",
                                 f"the holdout files hash to {digest}, the report recorded "
-                                f"{holdout.get('content_digest')} (modified: "
-                                f"{holdout.get('modified')})"))
+                                f"{holdout.content_digest} (modified: "
+                                f"{holdout.modified})"))
     block = {"input_documents": len(ids_in), "output_documents": len(ids_out),
              "removed_documents": len(removed), "output_is_input_minus_removed":
              not (put_back or lost or foreign), "holdout_unchanged": unchanged,

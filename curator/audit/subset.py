@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 from curator.corpus.reading import iter_lines
 from curator.corpus.tokenizers import tiktoken_encoding
 from curator.errors import CuratorError
+from curator.models import SubsetPlan, SubsetReport
 
 Counter_ = Callable[[list[str]], list[int]]
 _BUNDLED = {"cl100k_base", "o200k_base"}
@@ -87,41 +88,54 @@ def _tier_docs(output: Path, id_field: str, text_field: str
     return ids, texts, bad
 
 
+def _read_plan(path: str | None) -> SubsetPlan | None:
+    """``plan.json`` through its model; ``None`` when absent, unreadable or malformed."""
+    try:
+        return models.read(SubsetPlan, path) if path else None
+    except (OSError, CuratorError):
+        return None
+
+
 def check_subset(report_path: Path) -> Block:
     """Prove ``subset_report.json`` from the tiers on disk and ``plan.json``."""
     findings: list[Finding] = []
     try:
-        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        report = models.read(SubsetReport, report_path)
+    except OSError as exc:
         return None, [finding("subset_report_unreadable", f"{report_path}: {exc}")]
-    if not (report.get("producer") or {}).get("completed_at"):
+    except CuratorError as exc:  # artifact_invalid: names the file and the field
+        return None, [finding("subset_report_unreadable", exc.message)]
+    if not report.is_complete:
         return ({"complete": False}, [finding("subset_incomplete",
                                               f"{report_path} is not complete")])
-    id_field = report.get("id_field") or "id"
-    text_field = report.get("text_field") or "text"
-    unit = report.get("unit", "words")
-    plan: dict[str, Any] = {}
-    try:
-        plan = json.loads(Path(report["plan"]).read_text(encoding="utf-8"))
-    except (KeyError, OSError, ValueError, TypeError):
+    id_field = report.id_field or "id"
+    text_field = report.text_field or "text"
+    unit = report.unit if "unit" in report.model_fields_set else "words"
+    plan = _read_plan(report.plan)
+    if plan is None:
         findings.append(finding("subset_plan_unreadable",
-                                f"plan.json {report.get('plan')!r} cannot be read"))
-    stratum_of = {i: key for key, ids in (plan.get("strata") or {}).items() for i in ids}
-    count, how = _counter(unit, report.get("tokenizer"))
+                                f"plan.json {report.plan!r} cannot be read"))
+    stratum_of = {i: key for key, ids in ((plan.strata if plan else None) or {}).items()
+                  for i in ids}
+    count, how = _counter(unit, report.tokenizer.dump() if report.tokenizer else None)
     tiers_out: list[dict[str, Any]] = []
     previous: set[str] | None = None
     previous_budget = None
-    for tier in sorted(report.get("tiers") or [], key=lambda t: t["budget"]):
-        budget = tier["budget"]
-        ids, texts, bad = _tier_docs(Path(tier["output"]), id_field, text_field)
+    for tier in sorted(report.tiers or [], key=lambda t: t.budget):
+        budget = tier.budget
+        if tier.output is None:
+            findings.append(finding("subset_report_unreadable",
+                                    f"{report_path}: tier {budget} names no output"))
+            continue
+        ids, texts, bad = _tier_docs(Path(tier.output), id_field, text_field)
         for b in bad[:EXAMPLES]:
             findings.append(finding("subset_unreadable_document",
                                     f"tier {budget}: {b} is not a record with id and text"))
         block: dict[str, Any] = {"budget": budget, "documents": len(ids)}
-        if len(ids) != tier.get("document_count"):
+        if len(ids) != tier.document_count:
             findings.append(finding("subset_document_count_mismatch",
                                     f"tier {budget}: {len(ids)} documents on disk, report "
-                                    f"says {tier.get('document_count')}"))
+                                    f"says {tier.document_count}"))
         here = set(ids)
         if previous is not None and not previous <= here:
             missing = sorted(previous - here)
@@ -130,7 +144,7 @@ def check_subset(report_path: Path) -> Block:
                 f"{len(missing)} ids of tier {previous_budget} are not in tier {budget}, "
                 f"e.g. {missing[:EXAMPLES]}", examples=missing[:EXAMPLES]))
         previous, previous_budget = here, budget
-        unplanned = [i for i in ids if plan and i not in stratum_of]
+        unplanned = [i for i in ids if plan is not None and i not in stratum_of]
         if unplanned:
             findings.append(finding("subset_unplanned_document",
                                     f"tier {budget}: {len(unplanned)} ids in no stratum of "
@@ -139,12 +153,12 @@ def check_subset(report_path: Path) -> Block:
             units = count(texts)
             achieved = sum(units)
             block["recomputed_tokens"] = achieved
-            if achieved != tier.get("achieved_tokens"):
+            if achieved != tier.achieved_tokens:
                 findings.append(finding(
                     "subset_token_count_mismatch",
                     f"tier {budget}: {achieved} {unit} recomputed from its documents, the "
-                    f"report says {tier.get('achieved_tokens')}"))
-            quotas = (plan.get("quotas") or {}).get(str(budget))
+                    f"report says {tier.achieved_tokens}"))
+            quotas = plan.quotas.get(str(budget)) if plan and plan.quotas else None
             if quotas is not None:
                 taken: dict[str, int] = dict.fromkeys(quotas, 0)
                 for i, n in zip(ids, units, strict=True):
@@ -152,9 +166,9 @@ def check_subset(report_path: Path) -> Block:
                     if key is not None:
                         taken[key] = taken.get(key, 0) + n
                 deviation = {k: taken.get(k, 0) - q for k, q in quotas.items()}
-                wrong = {k: (v, (tier.get("per_stratum_deviation") or {}).get(k))
-                         for k, v in deviation.items()
-                         if v != (tier.get("per_stratum_deviation") or {}).get(k)}
+                reported = tier.per_stratum_deviation or {}
+                wrong = {k: (v, reported.get(k)) for k, v in deviation.items()
+                         if v != reported.get(k)}
                 block["deviations_checked"] = len(deviation)
                 if wrong:
                     first = sorted(wrong.items())[:EXAMPLES]

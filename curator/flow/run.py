@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from curator import models
 from curator.artifacts import utc_now, write_json_atomic
 from curator.errors import CuratorError
 from curator.flow.approval import approve_policy
@@ -24,6 +25,7 @@ from curator.flow.plan import (
     set_extra,
     step_is_done,
 )
+from curator.models import FlowReportFile
 from curator.steps.base import error_block
 
 REPORT_NAME = "flow_report.json"
@@ -139,9 +141,22 @@ class FlowReport:
                                  "passed": status in ("ok", "skipped"), "warnings": warnings}
         self.data["steps"].append(entry)
         if status in ("ok", "skipped"):
-            done = result if result is not None else step.spec.read_result(step.config)
-            if done:
-                self.data.update(step.spec.flow_fields(done))
+            self._flow_fields(step, result)
+
+    def _flow_fields(self, step: StepPlan, result: dict[str, Any] | None = None) -> None:
+        """The fields ``step`` gives the flow report, from the result its run returned
+        or its completion artifact read through its model (a malformed one gives none:
+        the step's own status says what went wrong)."""
+        if result is None:
+            try:
+                done = step.spec.read_result(step.config)
+            except CuratorError as exc:
+                if exc.error_id != models.ARTIFACT_INVALID:
+                    raise
+                return
+            result = done.dump() if done is not None else None
+        if result:
+            self.data.update(step.spec.flow_fields(result))
 
     def promoted(self, path: str, digest: str, warnings: list[str]) -> None:
         self.data["policy_promoted"] = True
@@ -160,9 +175,7 @@ class FlowReport:
                 # a verdict (the audit's findings): the artifacts are complete, the step
                 # failed; the fields it gives the flow report still hold
                 notes.append("artifacts complete; the step's verdict failed")
-                done = running.spec.read_result(running.config)
-                if done:
-                    self.data.update(running.spec.flow_fields(done))
+                self._flow_fields(running)
             self.data["steps"].append({"step_id": running.step_id, "status": "failed",
                                        "output_dir": running.output_dir, "notes": notes,
                                        "passed": False, "warnings": [], "error": error})
@@ -171,6 +184,7 @@ class FlowReport:
     def write(self) -> None:
         self.data["status"] = self.status
         self.data["completed_at"] = utc_now()
+        self.data = models.build(FlowReportFile, self.data)
         write_json_atomic(self.fplan.root / REPORT_NAME, self.data)
 
 

@@ -21,18 +21,21 @@ approval (``curate approve`` / the Prefect UI's form) when that is what is missi
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from curator import models
 from curator.checkpoint import METADATA_DIRNAME
 from curator.errors import CuratorError
 from curator.flow.plan import MARKER
 from curator.locking import LOCK_NAME
+from curator.models import FlowPlanFile, FlowReportFile, PlannedStep
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
+
+_M = TypeVar("_M", bound=models.ArtifactModel)
 
 PLAN_NAME = "flow_plan.json"
 REPORT_NAME = "flow_report.json"
@@ -82,12 +85,13 @@ class RootStatus:
         return out
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read(model: type[_M], path: Path) -> _M | None:
+    """``path`` parsed through ``model``; ``None`` when absent or unreadable; a
+    malformed file is ``artifact_invalid`` (exit 2) naming the file and the field."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return models.read(model, path)
+    except OSError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _lock_holder(directory: Path) -> int | None:
@@ -121,22 +125,30 @@ def step_status(spec: StepSpec, config: dict[str, Any]) -> StepStatus:
     """The state of one step whose (effective or planned) config is ``config``."""
     out = Path(str(config.get("output_dir") or ""))
     status = StepStatus(spec.key, spec.step_id, "not_run", str(out))
-    report = spec.read_result(config)
-    producer = (report or {}).get("producer") or {}
-    ckpt_root = (config.get("execution") or {}).get("checkpoint_path")
+    try:
+        report = spec.read_result(config)
+    except CuratorError as exc:
+        if exc.error_id != models.ARTIFACT_INVALID:
+            raise
+        # a malformed artifact: no completion; the error names the file and field
+        report = models.CompletionArtifact(error=models.ErrorBlock(
+            error_id=exc.error_id, message=exc.message))
+    execution = config.get("execution")
+    ckpt_root = execution.get("checkpoint_path") if isinstance(execution, dict) else None
     ckpt = Path(str(ckpt_root)) / spec.key if ckpt_root else None
     if ckpt is not None and ckpt.is_dir():
         status.checkpoint = str(ckpt)
         status.checkpoint_files = _checkpoint_files(ckpt)
-    if isinstance(producer, dict) and producer.get("completed_at"):
+    if report is not None and report.is_complete:
+        assert report.producer is not None
         status.state = "finished"
-        status.completed_at = str(producer["completed_at"])
-        if report and report.get("error"):
-            status.error = report["error"]
+        status.completed_at = report.producer.completed_at
+        if report.error is not None:
+            status.error = report.error.dump()
         return status
     if report is not None:
-        status.error = report.get("error") or {"error_id": "incomplete",
-                                               "message": "no completed_at"}
+        status.error = (report.error or models.ErrorBlock(
+            error_id="incomplete", message="no completed_at")).dump()
     holder = _lock_holder(out)
     if holder is not None:
         status.state = "running"
@@ -174,7 +186,7 @@ def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
     if not root.is_dir():
         raise CuratorError("not_an_output_root", f"{root} is not a directory")
     root = root.resolve()
-    plan = _read_json(root / PLAN_NAME)
+    plan = _read(FlowPlanFile, root / PLAN_NAME)
     if plan is None:
         subdirs = [s for s in STEPS if (root / s.output_subdir).is_dir()]
         if not subdirs:
@@ -187,7 +199,7 @@ def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
                     "output_root, or a step's completion artifact): give the output_root "
                     "of curate flow or the output_dir of curate <step>")
             return _single_step(spec, root)
-    return _flow(root, plan, flow_config or str((plan or {}).get("config_file") or "")
+    return _flow(root, plan, flow_config or (plan.config_file if plan else None)
                  or "FLOW.yaml")
 
 
@@ -209,32 +221,32 @@ def _single_step(spec: StepSpec, out: Path) -> RootStatus:
     return result
 
 
-def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStatus:
-    planned = {s.get("key"): s for s in (plan or {}).get("steps") or [] if isinstance(s, dict)}
-    report = _read_json(root / REPORT_NAME)
-    reported = {s.get("step_id"): s.get("status") for s in (report or {}).get("steps") or []
-                if isinstance(s, dict)}
+def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str) -> RootStatus:
+    planned: dict[str, PlannedStep] = {s.key: s for s in (plan.steps or [])} if plan else {}
+    report = _read(FlowReportFile, root / REPORT_NAME)
+    reported = {s.step_id: s.status for s in (report.steps or [])} if report else {}
     result = RootStatus(str(root), "flow", [])
     if plan is None:
         result.notes.append(f"no {PLAN_NAME}: the steps' directories were read "
                             "under their default names")
     for spec in STEPS:
-        entry = planned.get(spec.key) or {}
-        config = dict(entry.get("config") or {})
+        entry = planned.get(spec.key)
+        config = dict((entry.config if entry else None) or {})
         # the root's own subdir first (a moved or copied root), else the planned dir
         out = root / spec.output_subdir
         if not out.exists() and config.get("output_dir"):
             out = Path(str(config["output_dir"]))
         config["output_dir"] = str(out)
-        execution = dict(config.get("execution") or {})
-        written = str((plan or {}).get("output_root") or root)
-        ckpt = execution.get("checkpoint_path") or str(root / "checkpoints")
+        planned_execution = config.get("execution")
+        execution = dict(planned_execution) if isinstance(planned_execution, dict) else {}
+        written = str((plan.output_root if plan else None) or root)
+        ckpt = str(execution.get("checkpoint_path") or root / "checkpoints")
         if Path(written) != root and Path(ckpt).is_relative_to(written):
             ckpt = str(root / Path(ckpt).relative_to(written))
         execution["checkpoint_path"] = ckpt
         config["execution"] = execution
         status = step_status(spec, config)
-        status.enabled = bool(entry.get("enabled")) if entry else None
+        status.enabled = entry.enabled if entry else None
         status.flow_report_status = reported.get(spec.step_id)
         if status.state == "finished" and status.flow_report_status == "failed":
             status.notes.append("complete artifacts, but the last flow run reported it "
@@ -244,26 +256,26 @@ def _flow(root: Path, plan: dict[str, Any] | None, flow_config: str) -> RootStat
                                 "again (a failed verdict, or a run outside the flow)")
         result.steps.append(status)
     if report is not None:
-        result.flow_status = report.get("status")
-        result.flow_error = report.get("error")
-        result.run_unfinished = (plan is not None and not plan.get("dry_run")
+        result.flow_status = report.status
+        result.flow_error = report.error.dump() if report.error else None
+        result.run_unfinished = (plan is not None and not plan.dry_run
                                  and (root / PLAN_NAME).stat().st_mtime_ns
                                  > (root / REPORT_NAME).stat().st_mtime_ns)
         if result.run_unfinished:
             result.notes.append(f"{REPORT_NAME} is older than {PLAN_NAME}: the last flow "
                                 "run has not ended (still running, paused for approval, or "
                                 "killed)")
-    elif plan is not None and not plan.get("dry_run"):
+    elif plan is not None and not plan.dry_run:
         result.run_unfinished = True
-    if plan is not None and plan.get("dry_run"):
+    if plan is not None and plan.dry_run:
         result.notes.append(f"{PLAN_NAME} is from curate flow --plan (a dry run)")
-    result.problems = list((plan or {}).get("problems") or [])
+    result.problems = [p.dump() for p in (plan.problems or [])] if plan else []
     _next(result, root, plan, report, flow_config)
     return result
 
 
-def _next(result: RootStatus, root: Path, plan: dict[str, Any] | None,
-          report: dict[str, Any] | None, flow_config: str) -> None:
+def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
+          report: FlowReportFile | None, flow_config: str) -> None:
     rerun = f"curate flow --config {flow_config}"
     steps = {s.key: s for s in result.steps}
     if any(s.state == "running" for s in result.steps):
@@ -271,12 +283,12 @@ def _next(result: RootStatus, root: Path, plan: dict[str, Any] | None,
                                     "when it ends)")
         return
     if result.problems:
-        ids = ", ".join(str(p.get("error_id")) for p in result.problems)
+        ids = ", ".join(str(p["error_id"]) for p in result.problems)
         result.notes.append(f"the last plan was refused by its preflight ({ids}): fix the "
                             "flow config")
         result.next_commands.append(rerun)
         return
-    artifacts = (plan or {}).get("artifacts") or {}
+    artifacts = (plan.artifacts if plan else None) or {}
     candidates = Path(str(artifacts.get("candidates")
                           or root / "profile" / "candidate_policies.yaml"))
     policy = Path(str(artifacts.get("approved_policy")
@@ -284,7 +296,8 @@ def _next(result: RootStatus, root: Path, plan: dict[str, Any] | None,
     appliers = [spec for spec in STEPS if spec.applies_policy]
     policy_step = steps[appliers[0].key] if appliers else None
     profiled = "profile" in steps and steps["profile"].state == "finished"
-    error_id = (result.flow_error or {}).get("error_id")
+    flow_error = report.error if report is not None else None
+    error_id = flow_error.error_id if flow_error is not None else None
     if profiled and candidates.is_file() and not policy.is_file() and policy_step is not None \
             and policy_step.state != "finished":
         result.waiting_for_approval = True
@@ -310,13 +323,13 @@ def _next(result: RootStatus, root: Path, plan: dict[str, Any] | None,
             "the checkpoint" if resumes else "",
             f"{', '.join(runs)} run{'s' if len(runs) == 1 else ''}" if runs else "") if x)
         if error_id:
-            message = str((result.flow_error or {}).get("message", ""))
+            message = flow_error.message if flow_error is not None else ""
             result.notes.append(f"the last flow run failed: [{error_id}] "
                                 f"{message[:300]}{'...' if len(message) > 300 else ''}")
         result.next_commands.append(f"{rerun}  (finished steps are skipped"
                                     + (f"; {what})" if what else ")"))
         return
-    if report is not None and report.get("status") == "ok":
+    if report is not None and report.status == "ok":
         result.notes.append("the flow finished: every enabled step is done")
         page = root / "report.html"
         if page.is_file():

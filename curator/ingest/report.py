@@ -8,12 +8,13 @@ from typing import Any
 
 from curator.ingest.dedup import DedupResult
 from curator.ingest.records import REASONS, IdentitySpec
+from curator.models import CompletionArtifact
 from curator.pipeline import PipelineResult
 from curator.steps.spec import Rendering
 
 
 def render(report: dict[str, Any]) -> Rendering:
-    ok = bool((report.get("producer") or {}).get("completed_at"))
+    ok = CompletionArtifact.model_validate(report).is_complete
     lines = [
         f"# Ingest report ({'complete' if ok else 'FAILED'})",
         "",

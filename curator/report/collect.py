@@ -2,23 +2,40 @@
 
 The steps come from the registry (:data:`curator.steps.registry.STEPS`): each one's
 output dir (its config in ``flow_plan.json``, else ``<root>/<output_subdir>``), its
-completion artifact and its one-line summary (the step's own ``render``). The funnel
-readers below know each artifact's fields; a step without one is still listed, with
-its artifacts. A missing or unreadable artifact is reported as such, never raised.
+completion artifact and its one-line summary (the step's own ``render``). Every
+artifact is parsed through its model (:mod:`curator.models`); the funnel readers
+below take the typed models; a step without one is still listed, with its artifacts.
+A missing, unreadable or malformed step artifact is reported as such (naming the file
+and the field), never raised; a malformed ``flow_plan.json`` or ``flow_report.json``
+is ``artifact_invalid``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from curator import models
+from curator.errors import CuratorError
+from curator.models import (
+    CompletionArtifact,
+    DecontaminationReport,
+    FlowPlanFile,
+    FlowReportFile,
+    IngestReport,
+    RunManifest,
+    SubsetReport,
+)
+from curator.models.decontamination_report import SplitBlock
+from curator.models.subset_report import SubsetCorpus
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
+
+_M = TypeVar("_M", bound=models.ArtifactModel)
 
 
 @dataclass
@@ -56,7 +73,7 @@ class StepArtifacts:
     config: dict[str, Any]
     output_dir: Path
     completion: Path | None
-    data: dict[str, Any] | None  # the completion artifact, when readable
+    artifact: CompletionArtifact | None  # the completion artifact, when readable
     problem: str | None  # why there is none, or why it is incomplete
     flow_status: str | None  # the last flow_report.json's status for it
 
@@ -65,37 +82,51 @@ class StepArtifacts:
         return self.spec.key
 
     @property
+    def data(self) -> dict[str, Any] | None:
+        """The completion artifact as written (validated by its model), for the page."""
+        return self.artifact.dump() if self.artifact is not None else None
+
+    @property
     def complete(self) -> bool:
-        producer = (self.data or {}).get("producer")
-        return isinstance(producer, dict) and bool(producer.get("completed_at"))
+        return self.artifact is not None and self.artifact.is_complete
 
     def summary(self) -> str | None:
         """The step's own one-line summary of its artifact (``None`` if it has none)."""
-        if self.data is None:
+        if self.artifact is None:
             return None
         try:
-            return self.spec.rendered(self.data).summary
+            return self.spec.rendered(self.artifact).summary
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-            return None
+            return None  # a render for people that does not fit this artifact
 
 
 @dataclass
 class RunArtifacts:
     root: Path
-    flow_plan: dict[str, Any] | None
-    flow_report: dict[str, Any] | None
+    plan: FlowPlanFile | None
+    flow: FlowReportFile | None
     steps: list[StepArtifacts]
     policy: dict[str, Any] | None
     policy_path: Path
     funnel: list[Stage]
     tiers: list[Stage]
 
+    @property
+    def flow_plan(self) -> dict[str, Any] | None:
+        """``flow_plan.json`` as written (validated by its model), for the page."""
+        return self.plan.dump() if self.plan is not None else None
+
+    @property
+    def flow_report(self) -> dict[str, Any] | None:
+        """``flow_report.json`` as written (validated by its model), for the page."""
+        return self.flow.dump() if self.flow is not None else None
+
     def local(self, path: str | Path) -> Path:
         """``path`` under this root when an artifact names it under the root the run
         wrote to (a copied or moved root); else ``path``."""
         p = Path(path)
-        written = Path(str((self.flow_report or self.flow_plan or {}).get("output_root")
-                           or self.root))
+        written = Path((self.flow.output_root if self.flow else None)
+                       or (self.plan.output_root if self.plan else None) or self.root)
         if written != self.root and p.is_relative_to(written):
             return self.root / p.relative_to(written)
         return p
@@ -108,28 +139,35 @@ class RunArtifacts:
         return s.data if s is not None else None
 
 
-def read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """``(data, None)``, or ``(None, why not)``."""
+def read_artifact(spec: StepSpec, path: Path) -> tuple[CompletionArtifact | None, str | None]:
+    """``(artifact, None)``, or ``(None, why not)``: absent, unreadable, or malformed
+    (``artifact_invalid``, naming the file and the field)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return models.read(models.completion_model(spec.key), path), None
     except FileNotFoundError:
         return None, f"{path.name} absent"
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         return None, f"{path.name} unreadable: {type(exc).__name__}"
-    if not isinstance(data, dict):
-        return None, f"{path.name} is not a JSON object"
-    return data, None
+    except CuratorError as exc:
+        return None, f"{exc.error_id}: {exc.message}"
+
+
+def _read_flow_file(model: type[_M], path: Path) -> _M | None:
+    """``flow_plan.json`` or ``flow_report.json``: ``None`` when absent or unreadable;
+    malformed is ``artifact_invalid`` (the page could not say which steps ran)."""
+    try:
+        return models.read(model, path)
+    except OSError:
+        return None
 
 
 def collect(root: str | Path) -> RunArtifacts:
     """Everything the report shows, from the files under ``root``."""
     root = Path(root).resolve()
-    plan, _ = read_json(root / "flow_plan.json")
-    flow, _ = read_json(root / "flow_report.json")
-    configs = {s.get("key"): s.get("config") or {} for s in (plan or {}).get("steps") or []
-               if isinstance(s, dict)}
-    statuses = {s.get("step_id"): s.get("status") for s in (flow or {}).get("steps") or []
-                if isinstance(s, dict)}
+    plan = _read_flow_file(FlowPlanFile, root / "flow_plan.json")
+    flow = _read_flow_file(FlowReportFile, root / "flow_report.json")
+    configs = {s.key: s.config or {} for s in (plan.steps or [])} if plan else {}
+    statuses = {s.step_id: s.status for s in (flow.steps or [])} if flow else {}
     steps = []
     for spec in STEPS:
         config = dict(configs.get(spec.key) or {})
@@ -142,13 +180,15 @@ def collect(root: str | Path) -> RunArtifacts:
             completion = spec.completion_path(config)
         except (KeyError, TypeError, ValueError):
             completion = None
-        data, problem = read_json(completion) if completion else (None, "no completion artifact")
-        if data is not None and not (data.get("producer") or {}).get("completed_at"):
-            err = data.get("error") or {}
-            problem = f"incomplete: {err.get('error_id', 'not completed')} {err.get('message', '')}"
-        steps.append(StepArtifacts(spec, config, out, completion, data, problem,
+        artifact, problem = (read_artifact(spec, completion) if completion
+                             else (None, "no completion artifact"))
+        if artifact is not None and not artifact.is_complete:
+            err = artifact.error
+            problem = (f"incomplete: {err.error_id} {err.message}" if err is not None
+                       else "incomplete: not completed ")
+        steps.append(StepArtifacts(spec, config, out, completion, artifact, problem,
                                    statuses.get(spec.step_id)))
-    artifacts = (flow or plan or {}).get("artifacts") or {}
+    artifacts = (flow.artifacts if flow else None) or (plan.artifacts if plan else None) or {}
     policy_path = root / "policy" / "approved_policy.yaml"
     if not policy_path.is_file() and artifacts.get("approved_policy"):
         policy_path = Path(str(artifacts["approved_policy"]))
@@ -160,83 +200,104 @@ def collect(root: str | Path) -> RunArtifacts:
                        policy_path, [], [])
     for s in steps:
         reader = FUNNEL.get(s.key)
-        if reader is None or s.data is None:
+        if reader is None or s.artifact is None:
             continue
         try:
-            stages, tiers = reader(s.data)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue  # an artifact of another shape: listed, not in the funnel
+            stages, tiers = reader(s.artifact)
+        except MissingCount:
+            continue  # an artifact without the counts: listed, not in the funnel
         run.funnel += stages
         run.tiers += tiers
     return run
 
 
-def _int(x: Any) -> int:
-    return int(x or 0)
+class MissingCount(ValueError):
+    """A count the funnel needs is absent from an artifact (typed, but left out)."""
 
 
-def _ingest(r: dict[str, Any]) -> tuple[list[Stage], list[Stage]]:
-    losses = [Loss(f"rejected: {k}", _int(v)) for k, v in r["rejections_by_reason"].items()]
+def _need(x: int | None, what: str) -> int:
+    if x is None:
+        raise MissingCount(what)
+    return x
+
+
+def _ingest(r: IngestReport) -> tuple[list[Stage], list[Stage]]:
+    reasons = r.rejections_by_reason
+    if reasons is None:
+        raise MissingCount("rejections_by_reason")
+    losses = [Loss(f"rejected: {k}", v) for k, v in reasons.items()]
     return [Stage("ingest", "ingest (raw records → canonical shards)",
-                  _int(r["documents_seen"]), _int(r["documents_accepted"]), losses)], []
+                  _need(r.documents_seen, "documents_seen"),
+                  _need(r.documents_accepted, "documents_accepted"), losses)], []
 
 
-def _filter(r: dict[str, Any]) -> tuple[list[Stage], list[Stage]]:
-    declared = r["declared"]
-    losses = [Loss(f"gate: {k}", _int(v)) for k, v in declared["filtered"].items()]
-    if declared.get("failed"):
-        losses.append(Loss("failed (unreadable records)", _int(declared["failed"])))
-    if declared.get("quarantined"):
-        losses.append(Loss("quarantined", _int(declared["quarantined"])))
-    note = f"policy {r['policy']['status']}, {r['policy']['thresholds_applied']} thresholds"
-    return [Stage("filter", "filter (approved policy's gates)", _int(r["input"]["row_count"]),
-                  _int(r["output"]["row_count"]), losses, note=note)], []
+def _filter(r: RunManifest) -> tuple[list[Stage], list[Stage]]:
+    declared, policy = r.declared, r.policy
+    if declared is None or declared.filtered is None or policy is None \
+            or r.input is None or r.output is None:
+        raise MissingCount("declared.filtered, policy, input or output")
+    losses = [Loss(f"gate: {k}", v) for k, v in declared.filtered.items()]
+    if declared.failed:
+        losses.append(Loss("failed (unreadable records)", declared.failed))
+    if declared.quarantined:
+        losses.append(Loss("quarantined", declared.quarantined))
+    note = f"policy {policy.status}, {policy.thresholds_applied} thresholds"
+    return [Stage("filter", "filter (approved policy's gates)",
+                  _need(r.input.row_count, "input.row_count"),
+                  _need(r.output.row_count, "output.row_count"), losses, note=note)], []
 
 
-def _skips(block: dict[str, Any]) -> list[Loss]:
+def _skips(block: SplitBlock | SubsetCorpus) -> list[Loss]:
     names = {"unparsable_lines": "unparsable line", "skipped_non_mapping": "not an object",
              "skipped_missing_text": "missing text", "skipped_missing_id": "missing id"}
-    return [Loss(f"skipped: {label}", _int(block.get(k))) for k, label in names.items()
-            if block.get(k)]
+    counts = {k: getattr(block, k) for k in names}
+    return [Loss(f"skipped: {label}", counts[k]) for k, label in names.items() if counts[k]]
 
 
-def _decontamination(r: dict[str, Any]) -> tuple[list[Stage], list[Stage]]:
-    res = r["result"]
-    skips = _skips(r["splits"]["train"])
+def _decontamination(r: DecontaminationReport) -> tuple[list[Stage], list[Stage]]:
+    res, splits = r.result, r.splits
+    if res is None or splits is None or splits.train is None:
+        raise MissingCount("result or splits.train")
+    skips = _skips(splits.train)
     losses = [Loss("holdout overlap: source identity only",
-                   _int(res.get("removed_by_group_identity_only"))),
+                   res.removed_by_group_identity_only or 0),
               Loss("holdout overlap: similarity only (jaccard/containment)",
-                   _int(res.get("removed_by_similarity_only"))),
-              Loss("holdout overlap: identity and similarity", _int(res.get("removed_by_both")))]
+                   res.removed_by_similarity_only or 0),
+              Loss("holdout overlap: identity and similarity", res.removed_by_both or 0)]
     losses = [x for x in losses if x.documents] + skips
-    read = _int(res["train_documents_in"]) + sum(x.documents for x in skips)
+    read = _need(res.train_documents_in, "result.train_documents_in") \
+        + sum(x.documents for x in skips)
     return [Stage("decontamination", "decontamination (holdout overlap removed)", read,
-                  _int(res["train_documents_out"]), losses)], []
+                  _need(res.train_documents_out, "result.train_documents_out"), losses)], []
 
 
-def _subset(r: dict[str, Any]) -> tuple[list[Stage], list[Stage]]:
-    corpus, unit = r["corpus"], r.get("unit") or "tokens"
+def _subset(r: SubsetReport) -> tuple[list[Stage], list[Stage]]:
+    corpus, unit = r.corpus, r.unit or "tokens"
+    if corpus is None:
+        raise MissingCount("corpus")
     skips = _skips(corpus)
-    docs, total = _int(corpus["documents"]), _int(corpus["total_tokens"])
+    docs = _need(corpus.documents, "corpus.documents")
+    total = _need(corpus.total_tokens, "corpus.total_tokens")
     stages = []
     if skips:
         stages.append(Stage("subset", "subset (records it could not count)",
                             docs + sum(x.documents for x in skips), docs, skips))
     tiers = []
-    for t in r.get("tiers") or []:
-        name = Path(str(t.get("output") or t["budget"])).name
-        kept, achieved = _int(t["document_count"]), _int(t["achieved_tokens"])
+    for t in r.tiers or []:
+        name = Path(t.output or str(t.budget)).name
+        kept = _need(t.document_count, "tiers[].document_count")
+        achieved = _need(t.achieved_tokens, "tiers[].achieved_tokens")
         tiers.append(Stage(
-            "subset", f"tier {name} (budget {_int(t['budget']):,} {unit})", docs, kept,
-            [Loss(f"not selected: beyond its stratum's share of the {_int(t['budget']):,}-"
+            "subset", f"tier {name} (budget {t.budget:,} {unit})", docs, kept,
+            [Loss(f"not selected: beyond its stratum's share of the {t.budget:,}-"
                   f"{unit} budget", docs - kept, total - achieved)],
             tokens_in=total, tokens_out=achieved,
-            note=f"shortfall {_int(t['token_shortfall']):,} {unit}"))
+            note=f"shortfall {_need(t.token_shortfall, 'tiers[].token_shortfall'):,} {unit}"))
     return stages, tiers
 
 
 #: The funnel reader of each step whose artifact counts documents in and out.
-FUNNEL: dict[str, Callable[[dict[str, Any]], tuple[list[Stage], list[Stage]]]] = {
+FUNNEL: dict[str, Callable[[Any], tuple[list[Stage], list[Stage]]]] = {
     "ingest": _ingest, "filter": _filter, "decontamination": _decontamination,
     "subset": _subset,
 }

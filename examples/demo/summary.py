@@ -22,6 +22,17 @@ from pathlib import Path
 
 import yaml
 
+from curator import models
+from curator.models import (
+    AuditReport,
+    CurationLedger,
+    DecontaminationReport,
+    IngestReport,
+    ProfileReport,
+    RunManifest,
+    SubsetReport,
+)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -32,33 +43,34 @@ def main() -> int:
     if not report_path.is_file():
         print(f"no report at {report_path}: run `make demo` first", file=sys.stderr)
         return 2
-    report = json.loads(report_path.read_text(encoding="utf-8"))
+    report = models.read(IngestReport, report_path)
     manifest_path = raw / "demo_corpus_manifest.yaml"
     manifest = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
     expected = manifest["expected_ingest"]
 
     raw_mb = sum(f["bytes"] for f in manifest["files"].values()) / 1e6
-    shards = report.get("shards", [])
+    shards = report.shards or []
     print("\n== demo: curate ingest ==")
     print(f"raw corpus   {raw}/  ({len(manifest['files'])} files, {raw_mb:.1f} MB, "
           f"manifest {manifest_path.name})")
     print(f"shards       {ingested}/part_*.jsonl  ({len(shards)} shards, "
-          f"{sum(s['rows'] for s in shards)} documents)")
+          f"{sum(s.rows or 0 for s in shards)} documents)")
     print(f"rejections   {ingested}/rejected/*.jsonl  (one line per rejected record, with a "
           "reason)")
     print(f"report       {report_path}")
     print()
-    print(f"documents seen {report['documents_seen']}, accepted {report['documents_accepted']}, "
-          f"rejected {report['documents_rejected']}; balance ok: {report['balance']['ok']}")
-    reasons = ", ".join(f"{k} {v}" for k, v in report["rejections_by_reason"].items())
+    balanced = bool(report.balance and report.balance.ok)
+    print(f"documents seen {report.documents_seen}, accepted {report.documents_accepted}, "
+          f"rejected {report.documents_rejected}; balance ok: {balanced}")
+    reasons = ", ".join(f"{k} {v}" for k, v in (report.rejections_by_reason or {}).items())
     print(f"rejected by reason: {reasons}")
-    print(f"encodings: {', '.join(f'{k} {v}' for k, v in report['encodings_used'].items())}; "
-          f"files with a BOM: {report['files_with_bom']}; lossy decodes: "
-          f"{report['lossy_documents']}")
-    print(f"ingest took {report['seconds']} s (completed normally: "
-          f"{report['completed_normally']})")
+    print(f"encodings: {', '.join(f'{k} {v}' for k, v in (report.encodings_used or {}).items())}; "
+          f"files with a BOM: {report.files_with_bom}; lossy decodes: "
+          f"{report.lossy_documents}")
+    print(f"ingest took {report.seconds} s (completed normally: "
+          f"{report.completed_normally})")
     keys = ("documents_seen", "documents_accepted", "rejections_by_reason", "encodings_used")
-    matches = all(report[k] == expected[k] for k in keys)
+    matches = all(getattr(report, k) == expected[k] for k in keys)
     print(f"matches the noise the generator planted: {'yes' if matches else 'NO'}")
     profiled = _profile(args.workdir / "profile")
     filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
@@ -72,7 +84,7 @@ def main() -> int:
           else f"\n(no {page}: `curate report {args.workdir}` writes it)")
     print("\nNext: read docs/demo-corpus.md for what the noise is and which later step "
           "should catch it.")
-    return 0 if matches and report["balance"]["ok"] and profiled and filtered \
+    return 0 if matches and balanced and profiled and filtered \
         and audited and whole else 1
 
 
@@ -82,15 +94,15 @@ def _audit_root(out: Path) -> bool:
     if not path.is_file():
         print(f"\n(no audit of the whole root at {path})")
         return True
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = models.read(AuditReport, path)
     print("\n== demo: curate audit of the whole output root (every step that ran) ==")
     print(f"report       {path}")
-    print(f"verdict: {'PASSED' if report['passed'] else 'FAILED'}; filtered corpus "
-          f"{report['target']['file_count']} shards")
-    for key, block in (report.get("steps") or {}).items():
-        print(f"  {key:<16} {', '.join(block['findings']) or 'no findings'}  "
-              f"({block['artifact']})")
-    return bool(report["passed"])
+    print(f"verdict: {'PASSED' if report.passed else 'FAILED'}; filtered corpus "
+          f"{report.target.file_count if report.target else '-'} shards")
+    for key, block in (report.steps or {}).items():
+        print(f"  {key:<16} {', '.join(block.findings or []) or 'no findings'}  "
+              f"({block.artifact})")
+    return bool(report.passed)
 
 
 def _profile(out: Path) -> bool:
@@ -99,25 +111,26 @@ def _profile(out: Path) -> bool:
     if not path.is_file():
         print(f"\n(no profile at {path})")
         return False
-    report = json.loads(path.read_text(encoding="utf-8"))
-    corpus, sim = report["corpus"], report.get("policy_simulation") or {}
+    report = models.read(ProfileReport, path)
+    corpus, sim = report.corpus or models.profile_report.ProfileCorpus(), report.policy_simulation
     print("\n== demo: curate profile ==")
     print(f"summary      {out / 'profile_summary.md'}  (plots in {out / 'plots'}/)")
     print(f"candidates   {out / 'candidate_policies.yaml'}  (approved: false)")
     print(f"report       {path}  (sample: {out / 'sample_manifest.json'})")
     print()
-    print(f"{corpus['document_count']} documents in {corpus['source_count']} sources, "
-          f"{report['sampling']['sampled']} scored with {len(report['signals'])} signals "
-          f"of pack {report['langpack']['language_tag']}")
-    print(f"corpus fingerprint {corpus['fingerprint']}")
-    if sim:
-        print(f"all one-sided gates at their 99% points would keep {sim['retention']:.1%} "
-              f"({sim['gates']} gates; sum of single-gate drops {sim['sum_of_marginals']:.1%})")
-    for block in report["signals"]:
-        if block["signal"] in ("word_count", "stopword_ratio", "boilerplate_hits"):
-            micro = block["views"]["micro"]
-            print(f"  {block['signal']:<18} p10 {micro['p10']}  p50 {micro['p50']}  "
-                  f"p90 {micro['p90']}")
+    signals = report.signals or []
+    print(f"{corpus.document_count} documents in {corpus.source_count} sources, "
+          f"{report.sampling.sampled if report.sampling else '-'} scored with {len(signals)} "
+          f"signals of pack {report.langpack.language_tag if report.langpack else '-'}")
+    print(f"corpus fingerprint {corpus.fingerprint}")
+    if sim is not None and sim.retention is not None and sim.sum_of_marginals is not None:
+        print(f"all one-sided gates at their 99% points would keep {sim.retention:.1%} "
+              f"({sim.gates} gates; sum of single-gate drops {sim.sum_of_marginals:.1%})")
+    for block in signals:
+        if block.signal in ("word_count", "stopword_ratio", "boilerplate_hits"):
+            micro = block.views.get("micro", {}) if block.views else {}
+            print(f"  {block.signal:<18} p10 {micro.get('p10')}  p50 {micro.get('p50')}  "
+                  f"p90 {micro.get('p90')}")
     return True
 
 
@@ -128,25 +141,26 @@ def _filter(out: Path, policy_dir: Path) -> bool:
     if not path.is_file():
         print(f"\n(no filter run at {path})")
         return False
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    ledger = json.loads((out / "curation_ledger.json").read_text(encoding="utf-8"))
+    manifest = models.read(RunManifest, path)
+    ledger = models.read(CurationLedger, out / "curation_ledger.json")
+    policy = manifest.policy or models.run_manifest.ManifestPolicy()
+    output = manifest.output or models.run_manifest.ManifestOutput()
     print("\n== demo: curate approve + curate filter ==")
     print(f"policy       {policy_dir / 'approved_policy.yaml'}  (status "
-          f"{manifest['policy']['status']}, {manifest['policy']['thresholds_applied']} "
-          "thresholds)")
-    print(f"shards       {out}/part_*.jsonl  ({manifest['output']['file_count']} shards, "
-          f"{manifest['output']['row_count']} documents, sha256 of each in the manifest)")
-    print(f"rejected     {manifest['rejected_dir']}/  (every removed document: its gates, "
+          f"{policy.status}, {policy.thresholds_applied} thresholds)")
+    print(f"shards       {out}/part_*.jsonl  ({output.file_count} shards, "
+          f"{output.row_count} documents, sha256 of each in the manifest)")
+    print(f"rejected     {manifest.rejected_dir}/  (every removed document: its gates, "
           "scores)")
     print(f"manifest     {path}")
     print(f"ledger       {out / 'curation_ledger.json'}")
     print()
-    removed = ", ".join(f"{k} {v}" for k, v in ledger["filtered_by_reason"].items())
-    print(f"{ledger['n_input']} in = {ledger['n_success']} kept + {ledger['n_filtered']} "
-          f"filtered + {ledger['n_failed']} failed + {ledger['n_quarantined']} quarantined; "
-          f"balanced: {ledger['balanced']}")
+    removed = ", ".join(f"{k} {v}" for k, v in ledger.filtered_by_reason.items())
+    print(f"{ledger.n_input} in = {ledger.n_success} kept + {ledger.n_filtered} "
+          f"filtered + {ledger.n_failed} failed + {ledger.n_quarantined} quarantined; "
+          f"balanced: {ledger.balanced}")
     print(f"removed by gate: {removed}")
-    return bool(ledger["balanced"]) and "completed_at" in manifest["producer"]
+    return ledger.balanced and manifest.is_complete
 
 
 def _audit(out: Path) -> bool:
@@ -155,22 +169,22 @@ def _audit(out: Path) -> bool:
     if not path.is_file():
         print(f"\n(no audit at {path})")
         return True
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = models.read(AuditReport, path)
     print("\n== demo: curate audit ==")
     print(f"report       {path}  (for people: {out / 'audit_summary.md'})")
     print()
-    t, acc = report["target"], report.get("accounting") or {}
-    print(f"verdict: {'PASSED' if report['passed'] else 'FAILED'} (mode {report['mode']}); "
-          f"{t['file_count']} shards, {t['row_count']} rows, corpus digest "
-          f"{t.get('digest', '-')}")
-    if acc.get("available"):
-        print(f"records: {acc['input_documents']} in = {acc['output_records']} out + "
-              f"{acc['rejected_records']} rejected, matched by id: {acc['by_id']}")
-    made = [s["claim"] for s in report.get("strengths", []) if s["made"]]
+    t, acc = report.target or models.audit_report.Target(), report.accounting
+    print(f"verdict: {'PASSED' if report.passed else 'FAILED'} (mode {report.mode}); "
+          f"{t.file_count} shards, {t.row_count} rows, corpus digest "
+          f"{t.digest or '-'}")
+    if acc is not None and acc.available:
+        print(f"records: {acc.input_documents} in = {acc.output_records} out + "
+              f"{acc.rejected_records} rejected, matched by id: {acc.by_id}")
+    made = [str(s.claim) for s in report.strengths or [] if s.made]
     print(f"claims made: {'; '.join(made)}")
-    for f in report["findings"]:
-        print(f"  finding {f['name']}: {f['message']}")
-    return bool(report["passed"])
+    for f in report.findings or []:
+        print(f"  finding {f.name}: {f.message}")
+    return bool(report.passed)
 
 
 def _subset(out: Path) -> None:
@@ -179,33 +193,37 @@ def _subset(out: Path) -> None:
     if not path.is_file():
         print(f"\n(no subset at {path})")
         return
-    report = json.loads(path.read_text(encoding="utf-8"))
-    unit, corpus = report["unit"], report["corpus"]
-    tok = report.get("tokenizer") or {}
+    report = models.read(SubsetReport, path)
+    unit = str(report.unit)
+    corpus = report.corpus or models.subset_report.SubsetCorpus()
+    tok = report.tokenizer
+    cache = report.token_cache.dump() if report.token_cache else None
     print("\n== demo: curate subset ==")
     print(f"report       {path}  (plan: {out / 'plan.json'})")
-    print(f"corpus       {corpus['documents']} documents, {corpus['total_tokens']:,} {unit} "
-          f"({tok.get('name', 'whitespace words')}); token cache {report['token_cache']}")
+    print(f"corpus       {corpus.documents} documents, {corpus.total_tokens or 0:,} {unit} "
+          f"({tok.name if tok and tok.name else 'whitespace words'}); token cache {cache}")
     print(f"{'tier':>28} {'documents':>10} {unit:>10} {'shortfall':>10}")
-    for t in report["tiers"]:
-        print(f"{Path(t['output']).name:>28} {t['document_count']:>10} "
-              f"{t['achieved_tokens']:>10,} {t['token_shortfall']:>10,}")
-    strata = report["stratification"]["strata"]
-    total = sum(s["tokens"] for s in strata.values()) or 1
-    largest = report["tiers"][-1] if report["tiers"] else None
+    tiers = report.tiers or []
+    for t in tiers:
+        print(f"{Path(str(t.output)).name:>28} {t.document_count:>10} "
+              f"{t.achieved_tokens or 0:>10,} {t.token_shortfall or 0:>10,}")
+    strata = (report.stratification.strata if report.stratification else None) or {}
+    total = sum(s.tokens or 0 for s in strata.values()) or 1
+    largest = tiers[-1] if tiers else None
     print(f"per-stratum share of {unit}: corpus | largest tier")
-    for key, s in sorted(strata.items(), key=lambda kv: -kv[1]["tokens"])[:12]:
-        share = s["tokens"] / total
-        got = (largest or {}).get("per_stratum_tokens", {}).get(key, 0)
-        tier_share = got / ((largest or {}).get("achieved_tokens") or 1)
+    for key, s in sorted(strata.items(), key=lambda kv: -(kv[1].tokens or 0))[:12]:
+        share = (s.tokens or 0) / total
+        got = (largest.per_stratum_tokens.get(key, 0)
+               if largest is not None and largest.per_stratum_tokens else 0)
+        tier_share = got / ((largest.achieved_tokens if largest else None) or 1)
         print(f"  {key[:34]:34} {'#' * round(share * 40):40} {share:6.1%} | "
               f"{tier_share:6.1%}")
-    print(f"nesting verified: {report['nesting_verified']}; warnings: "
-          f"{sorted({w['id'] for w in report['warnings']}) or 'none'}")
-    copy = report.get("parquet")
-    if copy:
-        print(f"parquet      {len(copy['shards'])} files, {copy['rows']} rows under "
-              f"{out / copy['dir']}  (pl.read_parquet / datasets.load_dataset(\"parquet\"))")
+    print(f"nesting verified: {report.nesting_verified}; warnings: "
+          f"{sorted({str(w.id) for w in report.warnings or []}) or 'none'}")
+    copy = report.parquet
+    if copy is not None:
+        print(f"parquet      {len(copy.shards or [])} files, {copy.rows} rows under "
+              f"{out / str(copy.dir)}  (pl.read_parquet / datasets.load_dataset(\"parquet\"))")
 
 
 def _decontamination(out: Path, holdout: Path) -> None:
@@ -214,13 +232,13 @@ def _decontamination(out: Path, holdout: Path) -> None:
     if not path.is_file():
         print(f"\n(no decontamination at {path})")
         return
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = models.read(DecontaminationReport, path)
     planted = json.loads((holdout / "planted.json").read_text(encoding="utf-8"))
-    r = report["result"]
+    r = report.result or models.decontamination_report.DecontaminationResult()
     print("\n== demo: curate decontaminate ==")
     print(f"report       {path}  (every removal, with its proof: {out / 'removed'}/)")
-    print(f"{r['train_documents_in']} in = {r['train_documents_out']} kept + "
-          f"{r['train_documents_removed']} removed; by rule {r['removed_by_rule']}")
+    print(f"{r.train_documents_in} in = {r.train_documents_out} kept + "
+          f"{r.train_documents_removed} removed; by rule {r.removed_by_rule}")
     urls: dict[str, list[str]] = {}
     for p in sorted((out / "removed").glob("*.jsonl")):
         for line in p.read_text(encoding="utf-8").splitlines():
@@ -228,7 +246,8 @@ def _decontamination(out: Path, holdout: Path) -> None:
             for m in row["matches"]:
                 urls.setdefault(m["holdout_id"], []).append(
                     f"{row['document'].get('url')} ({'+'.join(m['rules'])})")
-    seen = {json.loads(line).get("url") for f in report["paths"]["train_files"]
+    train_files = (report.paths.train_files if report.paths else None) or []
+    seen = {json.loads(line).get("url") for f in train_files
             for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()}
     print(f"{'holdout':>14} {'planted as':>10} {'expected':>9}  removed")
     found = upstream = 0
