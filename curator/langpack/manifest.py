@@ -63,6 +63,7 @@ def _no_whitespace(value: str) -> str:
 
 
 def _fold_rules(table: dict[str, str]) -> dict[str, str]:
+    """The table NFC-normalised; rules across keys (collisions after NFC) are no type."""
     fold: dict[str, str] = {}
     for key, value in table.items():
         src, dst = unicodedata.normalize("NFC", key), unicodedata.normalize("NFC", value)
@@ -77,6 +78,7 @@ def _fold_rules(table: dict[str, str]) -> dict[str, str]:
 
 
 def _nfc_once(terminators: list[str]) -> list[str]:
+    """NFC, each kept once in first-seen order."""
     return list(dict.fromkeys(unicodedata.normalize("NFC", t) for t in terminators))
 
 
@@ -194,11 +196,12 @@ def json_schema_text() -> str:
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
               **Manifest.model_json_schema(by_alias=True)}
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-M = TypeVar("M", bound=ManifestTables)
 
 
 # ---------------------------------------------------------------------------
 # reading
+
+M = TypeVar("M", bound=ManifestTables)
 
 
 def parse_manifest(path: Path, raw: bytes, model: type[M]) -> M:
