@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import pytest
 import yaml
@@ -173,3 +175,83 @@ def test_a_copied_root_reports_itself(run: Path, expected: dict, tmp_path: Path)
     hrefs = re.findall(r'href="([^"]+)"', html)
     assert hrefs and all(not h.startswith("..") and (copy / h).exists() for h in hrefs)
     assert f"after filter {expected['filter']:,} " in text  # the copied artifacts' counts
+
+
+class _Attrs(HTMLParser):
+    """Every start tag's attributes, as a browser reads them (entities decoded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: list[tuple[str, str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.attrs += [(tag, k, v) for k, v in attrs]
+
+
+def test_hostile_strings_in_every_section(tmp_path: Path) -> None:
+    """Every section's values reach the page through the templates' autoescape: shown
+    as text, never as markup, also inside an attribute; a file name with ``"``, ``&``,
+    ``<`` and ``%`` is shown as it is and linked percent-encoded."""
+    evil = '<script>alert("x")</script> & \'q\''
+    odd = '<b>"x" & y%'
+    done = {"completed_at": "2026-01-01T00:00:00Z"}
+
+    def write(rel: str, data: dict[str, Any]) -> None:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(json.dumps(data), encoding="utf-8")
+
+    write("flow_report.json", {"status": evil, "started_at": evil, "policy_status": evil,
+                               "error": {"error_id": evil, "message": evil},
+                               "steps": [{"step_id": "curate/audit", "status": evil}]})
+    (tmp_path / "filtered_jsonl" / odd).mkdir(parents=True)
+    write("filtered_jsonl/run_manifest.json", {
+        "producer": done, "gates": [evil], "declared": {"filtered": {evil: 3}},
+        "input": {"row_count": 10}, "rejected_dir": str(tmp_path / "filtered_jsonl" / odd)})
+    write("decontaminated/decontamination_report.json", {
+        "producer": done, "claim": evil,
+        "result": {"train_documents_in": 7, "train_documents_removed": 1,
+                   "removed_by_rule": {evil: 1}}})
+    write("profile/profile_report.json", {
+        "producer": done, "corpus": {"document_count": 2, "source_count": 1},
+        "signals": [{"signal": evil, "direction": evil, "units": evil,
+                     "histogram": {"edges": [0, 1], "counts": [2]}}]})
+    write("audit/audit_report.json", {
+        "producer": done, "passed": False, "mode": evil, "target": {"digest": evil},
+        "strengths": [{"level": 1, "claim": evil, "made": False, "reason": evil}],
+        "steps": {evil: {"artifact": evil, "findings": [evil]}},
+        "findings": [{"name": evil, "message": evil}]})
+    (tmp_path / "audit" / odd).write_text("", encoding="utf-8")
+
+    html = build_html(tmp_path)
+    assert "<script" not in html and "<b>" not in html
+    text, _ = page_text(html)
+    for shown in (f"last flow: {evil} , started {evil},", f"error {evil}: {evil}",
+                  f"curate/audit {evil} complete",  # the step's status in the last flow
+                  f"{evil} 3 30.0%", "1 removed)", f"{evil} 1 14.3%", f"Claim: {evil}",
+                  f"{evil} ({evil}; )",  # the profile's signal
+                  f"(mode {evil}); \u2013 shards", f"corpus digest {evil}", f"1 {evil} no {evil}",
+                  f"{evil} {evil} {evil}", f"{evil} : {evil}", f"{odd}/", odd):
+        assert shown in text, shown
+    parser = _Attrs()
+    parser.feed(html)
+    assert ("svg", "aria-label", evil) in parser.attrs  # the histogram's, read back whole
+    hrefs = [v for tag, k, v in parser.attrs if tag == "a" and k == "href"]
+    for name in (f"filtered_jsonl/{odd}", f"audit/{odd}"):
+        assert any(h == quote(name) or h == quote(name) + "/" for h in hrefs), name
+    assert all(h and (tmp_path / unquote(h)).exists() for h in hrefs)
+
+
+def test_the_templates_ship_with_the_package() -> None:
+    """Every file the page is rendered from is package data of ``curator.report`` in
+    pyproject.toml (a wheel without it would fail at import: jinja2's PackageLoader)."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = setuptools["tool"]["setuptools"]["package-data"]["curator.report"]
+    package = root / "curator/report"
+    files = [p.relative_to(package).as_posix() for p in (package / "templates").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts]
+    assert "templates/report.html" in files
+    assert all(any(fnmatch.fnmatch(f, pat) for pat in patterns) for f in files), files
