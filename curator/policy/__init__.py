@@ -15,6 +15,7 @@ from curator.policy.candidate import (
     CANDIDATE_FILENAME,
     CANDIDATE_NOTE,
     build_candidate,
+    candidate_bytes,
     load_candidate,
     write_candidate,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "PolicyStatus",
     "Threshold",
     "build_candidate",
+    "candidate_bytes",
     "check_provenance",
     "load_candidate",
     "load_policy",

@@ -88,8 +88,9 @@ def _candidate_entry(sig: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_candidate(doc: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write the candidate atomically; a document with ``approved`` truthy is refused."""
+def candidate_bytes(doc: Mapping[str, Any], path: str | os.PathLike[str] = "") -> bytes:
+    """The candidate as written (YAML with its header); a document with ``approved``
+    truthy is refused (``path``: named in the refusal)."""
     if not isinstance(doc, Mapping):
         raise CuratorError("candidate_invalid", "a candidate policy must be a mapping")
     if doc.get("approved"):
@@ -99,7 +100,12 @@ def write_candidate(doc: Mapping[str, Any], path: str | os.PathLike[str]) -> Pat
             "`curate approve` makes an approved policy",
             path=str(path),
         )
-    return write_atomic(path, policy_bytes(doc, _HEADER_CANDIDATE))
+    return policy_bytes(doc, _HEADER_CANDIDATE)
+
+
+def write_candidate(doc: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write the candidate atomically (:func:`candidate_bytes`)."""
+    return write_atomic(path, candidate_bytes(doc, path))
 
 
 def load_candidate(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,8 +39,7 @@ from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.io import storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.writers import write_atomic
-from curator.models import AuditReport, RunManifest
+from curator.models import AuditReport, FlowPlanFile, RunManifest
 from curator.steps.base import ProgressHook, StepRun
 from curator.steps.spec import (
     CorpusView,
@@ -154,14 +152,15 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
                            f"output_root {config.output_root!r} is not a directory")
     configs: dict[str, dict[str, Any]] = {}
     try:
-        plan = json.loads((root / "flow_plan.json").read_text(encoding="utf-8"))
-        configs = {s["key"]: dict(s["config"]) for s in plan["steps"]}
+        plan = models.read(FlowPlanFile, root / "flow_plan.json")
+        configs = {s.key: dict(s.config or {}) for s in plan.steps or []}
     except FileNotFoundError:
         pass
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, CuratorError) as exc:  # CuratorError: artifact_invalid, its field
+        why = exc.message if isinstance(exc, CuratorError) else f"{type(exc).__name__}: {exc}"
         raise CuratorError("flow_plan_unreadable",
                            f"{root / 'flow_plan.json'} cannot be read as a flow plan: "
-                           f"{type(exc).__name__}: {exc}") from exc
+                           f"{why}") from exc
     found = offers_at_root(root, SPEC.key, configs)
     manifest = [o for o in found if o.port.name == "manifest"]
     if not manifest or not Path(manifest[-1].config["output_dir"]).is_dir():
@@ -306,12 +305,14 @@ class AuditRun(StepRun):
             except CuratorError:
                 paths = []
             for path in paths:
-                try:
-                    data = json.loads(storage.read_file(path).decode("utf-8"))
+                try:  # parsed through CurationLedger by the check (a finding if malformed)
+                    data = models.load_json(storage.read_file(path), path)
                     ledgers.append((path, data if isinstance(data, dict) else None,
                                     None if isinstance(data, dict) else "not a JSON object"))
-                except (OSError, ValueError) as exc:
+                except OSError as exc:
                     ledgers.append((path, None, f"{type(exc).__name__}: {exc}"))
+                except CuratorError as exc:  # not JSON
+                    ledgers.append((path, None, exc.message))
         policy_digest, fingerprint = None, None
         if cfg.approved_policy and Path(cfg.approved_policy).is_file():
             policy_digest = file_digest(cfg.approved_policy)
@@ -327,15 +328,14 @@ class AuditRun(StepRun):
             policy_fingerprint=fingerprint)
 
     # -- artifacts and the verdict -----------------------------------------------------
-    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+    def artifacts(self) -> list[tuple[Path | None, Any]]:
         facts = self.facts() if self.completed else None
         producer = self.producer()
         if facts is None:
             return [(self.report_path, models.build(AuditReport, self._unfinished(producer)))]
         report = models.build(AuditReport, build_report(facts, producer, self.error_block(),
                                                         self.step_checks()))
-        write_atomic(self.out / SUMMARY_NAME, render(report).markdown)
-        return [(self.report_path, report)]
+        return [(self.out / SUMMARY_NAME, render(report).markdown), (self.report_path, report)]
 
     def step_checks(self) -> dict[str, dict[str, Any]]:
         """Each later step's artifact found under ``output_root``, proved by its checker

@@ -252,13 +252,18 @@ class StepRun:
                                f"{self.out}: {exc}") from exc
 
     def write_artifacts(self) -> dict[str, Any]:
-        """Write every artifact, the completion artifact (the last) with the producer."""
+        """Write every artifact in order, the completion artifact (the last) with the
+        producer: a mapping as JSON, text or bytes as they are (a summary for people)."""
         written = self.artifacts()
         if self.parquet is not None and written:  # the completion artifact lists the copy
             path, data = written[-1]
             written[-1] = (path, {**data, "parquet": self.parquet})
         result: dict[str, Any] = {}
         for path, data in written:
+            if isinstance(data, str | bytes):
+                if path is not None:
+                    write_atomic(path, data)
+                continue
             if self.output_url:  # the reports name the URL, not the local copy
                 data = _rebase(data, str(self.out), self.output_url)
             if path is not None:
@@ -333,9 +338,11 @@ class StepRun:
         jsonl+parquet`` copies): ``<output_dir>/part_<i>.jsonl`` unless it says otherwise."""
         return shard_order(self.out.glob("part_*.jsonl"))
 
-    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
-        """``(path, data)`` to write in order; the last is the completion artifact
-        (``path`` ``None``: not written, e.g. ``emit_manifest: null``)."""
+    def artifacts(self) -> list[tuple[Path | None, Any]]:
+        """``(path, data)`` to write in order, every file the step writes besides its
+        corpus and work area: a mapping is written as JSON, text or bytes as they are;
+        the last is the completion artifact (a mapping; ``path`` ``None``: not written,
+        e.g. ``emit_manifest: null``)."""
         raise NotImplementedError
 
     def verdict(self, result: dict[str, Any]) -> None:

@@ -29,7 +29,6 @@ import polars as pl
 from pydantic import Field
 
 from curator import models
-from curator.artifacts import write_json_atomic
 from curator.config import ByteSizeSpelling, ConfigBlock, Int64, StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import JSONL_EXTENSIONS, SIDECARS
@@ -145,12 +144,13 @@ class ProfileRun(StepRun):
         if not self.files:
             raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
         self.report: dict[str, Any] | None = None
+        self.sample_manifest: dict[str, Any] = {}
 
     def clear_outputs(self) -> None:
         _clear_artifacts(self.out)
 
     def execute(self) -> None:
-        config, out, files, work = self.config, self.out, self.files, self.work
+        config, files, work = self.config, self.files, self.work
         spec = RecordSpec(text_field=config.text_field, id_field=config.id_field,
                           source_field=config.source_field)
         root = _common_root(files)
@@ -199,15 +199,14 @@ class ProfileRun(StepRun):
         self.report = build_report(sampling, config.band_search.model_dump(), self.pack,
                                    self.specs, notes, corpus, populations, allocations,
                                    scores, scored.stats, langid)
-        write_json_atomic(out / SAMPLE_MANIFEST, sample_manifest(sampling, populations,
-                                                                 allocations, scores))
-        _write_policy_and_summary(self.report, out)
+        self.sample_manifest = sample_manifest(sampling, populations, allocations, scores)
 
-    def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
+    def artifacts(self) -> list[tuple[Path | None, Any]]:
         producer = self.producer()
         producer["digest_covers"] = "every key except producer and profile_digest"
         if self.completed and self.report is not None:
-            return [(self.out / REPORT_NAME,
+            return [*_policy_and_summary(self.report, self.sample_manifest, self.out),
+                    (self.out / REPORT_NAME,
                      models.build(ProfileReport, {**self.report, "producer": producer}))]
         _clear_artifacts(self.out)  # a failed profile leaves nothing that looks like a result
         return [(self.out / REPORT_NAME, models.build(ProfileReport, {
@@ -271,14 +270,18 @@ def _parquet(frame: pl.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def _write_policy_and_summary(report: dict[str, Any], out: Path) -> None:
-    from curator.policy import build_candidate, write_candidate
+def _policy_and_summary(report: dict[str, Any], manifest: dict[str, Any], out: Path
+                        ) -> list[tuple[Path, Any]]:
+    """The profile's artifacts before its report: the sample manifest, the candidate
+    policy and the summary (its plots are drawn into ``out/plots`` here)."""
+    from curator.policy import build_candidate, candidate_bytes
     from curator.profile.plots import write_plots
     from curator.profile.summary import render_summary
 
-    write_candidate(build_candidate(report), out / CANDIDATES_NAME)
+    candidate = candidate_bytes(build_candidate(report), out / CANDIDATES_NAME)
     plots = write_plots(report, out)
-    write_atomic(out / SUMMARY_NAME, render_summary(report, plots))
+    return [(out / SAMPLE_MANIFEST, manifest), (out / CANDIDATES_NAME, candidate),
+            (out / SUMMARY_NAME, render_summary(report, plots))]
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:

@@ -1,19 +1,26 @@
 """The registry of steps, in flow order: the one list the outer layers iterate.
 
-Adding a step is one line here (see docs/architecture.md, "How to add a step").
+Adding a step is one line here: its step module, which defines ``SPEC`` (see
+docs/architecture.md, "How to add a step").
 """
 
 from __future__ import annotations
 
-from curator.steps.audit import SPEC as AUDIT
-from curator.steps.decontamination import SPEC as DECONTAMINATION
-from curator.steps.filter import SPEC as FILTER
-from curator.steps.ingest import SPEC as INGEST
-from curator.steps.profile import SPEC as PROFILE
-from curator.steps.spec import StepSpec, register
-from curator.steps.subset import SPEC as SUBSET
+from importlib import import_module
 
-STEPS: tuple[StepSpec, ...] = (INGEST, PROFILE, FILTER, AUDIT, DECONTAMINATION, SUBSET)
+from curator.steps.spec import StepSpec, register
+
+#: the step modules, in flow order; each defines ``SPEC``
+STEP_MODULES: tuple[str, ...] = (
+    "curator.steps.ingest",
+    "curator.steps.profile",
+    "curator.steps.filter",
+    "curator.steps.audit",
+    "curator.steps.decontamination",
+    "curator.steps.subset",
+)
+
+STEPS: tuple[StepSpec, ...] = tuple(import_module(name).SPEC for name in STEP_MODULES)
 BY_KEY: dict[str, StepSpec] = {spec.key: spec for spec in STEPS}
 register(STEPS)
 

@@ -56,6 +56,7 @@ from curator.subset.counting import BUNDLED, TokenizerId, identify
 from curator.subset.planning import Plan, make_plan, verify_nesting
 from curator.subset.report import (
     PICTURE_NAME,
+    PLAN_SCHEMA_VERSION,
     SCHEMA_VERSION,
     interpretation,
     plan_json,
@@ -250,7 +251,9 @@ class SubsetRun(StepRun):
             (self.out / name).unlink(missing_ok=True)
 
     def config_extra(self) -> dict[str, Any]:
-        return {"tokenizer_identity": self.tok.to_json()}
+        # the plan's order rule (plan.json schema_version): count files of a run made
+        # under another rule are never resumed into this one
+        return {"tokenizer_identity": self.tok.to_json(), "plan_schema": PLAN_SCHEMA_VERSION}
 
     def execute(self) -> None:
         cfg = self.config
