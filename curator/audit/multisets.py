@@ -5,7 +5,7 @@ A multiset is held one of three ways:
 - a map ``{key: count}`` (what a unit wrote to its scan file);
 - a frame ``(k: str, n: i64)``, a key possibly in several rows;
 - :class:`Rows`: rows of a column shared by several multisets (the reference's lines
-  table, :func:`curator.audit.scan.complete`), one row number per element. A completed
+  table, :func:`curator.audit.join.complete`), one row number per element. A completed
   target's ids are the rows its lines matched, the reference file's ids its own rows.
 
 :func:`differences` nets multisets of :class:`Rows` over the same column row by row

@@ -1,34 +1,43 @@
 """Reading a corpus: the one JSONL line reader and the record reader.
 
 **Lines.** A JSONL file (plain, ``.gz`` or ``.zst``; see :mod:`curator.corpus.formats`)
-or a byte range of a plain one is read as lines split on ``\\n`` only (U+2028 and
-friends are not line ends); a line keeps any other byte, a trailing ``\\r`` included (a
-JSON parser reads it as whitespace). Each line comes with its byte offset in the file
-(for a compressed file, in the decompressed stream). A UTF-8 byte order mark at the
-start of a file is not part of its first line. A line of ASCII whitespace only is
-blank: it is not a record, so it is neither yielded nor counted. A byte range holds the
-lines that *start* in it (the first one may start before the range).
+or a byte range of a plain one is read as lines split by :mod:`curator.corpus.lines`
+(on ``\\n`` only, a leading UTF-8 BOM skipped, lines of ASCII whitespace blank: not
+records, so neither yielded nor counted). Each line comes with its byte offset in the
+file (for a compressed file, in the decompressed stream). A byte range holds the lines
+that *start* in it (the first one may start before the range).
 
 **Records.** :func:`iter_records` classifies every line (or Parquet row) with
 :func:`curator.corpus.records.classify_line`: a record, or a rejection with its reason.
 
-Ingest parses with its own, inlined loop for speed, over the same lines and with the
-same classification (``curator/ingest/records.py``, tested against this module).
+**Chunks.** :class:`FileChunks` reads a file once, a chunk at a time into one reused
+buffer, with its size and sha256, and gives its lines a block at a time: the audit's
+scan, which never holds a file whole.
+
+Ingest parses with its own, inlined loop for speed, over the same lines (the spans of
+:func:`curator.corpus.lines.line_windows`) and with the same classification
+(``curator/ingest/records.py``, tested against this module).
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import mmap
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from curator.corpus.formats import GZIP_SUFFIX, ZSTD_SUFFIX, is_compressed, is_parquet
+from curator.corpus.lines import UTF8_BOM as UTF8_BOM  # (re-exported, as below)
+from curator.corpus.lines import Block, bom_length, line_blocks
+from curator.corpus.lines import split_lines as split_lines
 from curator.corpus.records import RecordSpec, Rejection, classify_line, classify_record
 
-UTF8_BOM = b"\xef\xbb\xbf"
 #: Parquet rows are converted to records this many at a time
 PARQUET_BATCH_ROWS = 8192
+#: bytes :class:`FileChunks` reads of a local uncompressed file at a time
+CHUNK_BYTES = 8 << 20
 
 ByteRange = tuple[int, int]
 
@@ -121,6 +130,84 @@ def _read_remote(url: str, byte_range: ByteRange | None) -> bytes:
     return data[start:len(data) if nl < 0 else nl + 1]
 
 
+class UnreadableFile(Exception):
+    """Reading (or decompressing) a file failed, perhaps midway: raised by
+    :class:`FileChunks` only (not an ``OSError``), so an error in what handles the bytes
+    is never taken for an unreadable file."""
+
+
+class FileChunks:
+    """A file read once: its bytes (decompressed) a chunk at a time, or its lines a
+    :class:`curator.corpus.lines.Block` at a time (:meth:`blocks`).
+
+    A local uncompressed file is read :data:`CHUNK_BYTES` at a time into one
+    ``bytearray``, overwritten by the next chunk (the caller is done with a chunk when
+    it asks for the next): never held whole. A compressed file or an object is read
+    whole (one GET). Once every chunk is read, :attr:`size` and (with ``digest``)
+    :attr:`sha256` are of the bytes on disk. An I/O or decompression error, at the
+    start or midway, raises :class:`UnreadableFile`.
+    """
+
+    def __init__(self, path: str, *, digest: bool = False, chunk_bytes: int | None = None
+                 ) -> None:
+        self.path, self.digest = path, digest
+        self.chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        self.size = 0
+        self.sha256: str | None = None  # "sha256:<hex>"
+        self.final: Block | None = None  # the final line's block, once every block is read
+        self.newline = False  # the file holds a newline (known with `final`)
+
+    def __iter__(self) -> Iterator[bytes | bytearray]:
+        try:
+            if is_compressed(self.path) or _remote(self.path):
+                yield self._whole()
+                return
+            h = hashlib.sha256() if self.digest else None
+            # one buffer for every chunk: a fresh 8 MB per read was faulted in page by
+            # page (about 0.2 s of system time per 1,000 MB)
+            buf = bytearray(max(self.chunk_bytes, len(UTF8_BOM)))  # (a BOM is in the first)
+            with open(self.path, "rb") as f:
+                while n := f.readinto(buf):
+                    chunk = buf if n == len(buf) else buf[:n]
+                    self.size += n
+                    if h is not None:
+                        h.update(chunk)
+                    yield chunk
+            if h is not None:
+                self.sha256 = "sha256:" + h.hexdigest()
+        except (OSError, EOFError, ValueError) as exc:
+            raise UnreadableFile(f"{type(exc).__name__}: {exc}") from exc
+
+    def _whole(self) -> bytes:
+        raw = _storage().read_file(self.path)
+        self.size = len(raw)
+        if self.digest:
+            self.sha256 = "sha256:" + hashlib.sha256(raw).hexdigest()
+        return decompress(raw, self.path) if is_compressed(self.path) else raw
+
+    def blocks(self) -> Iterator[Block]:
+        """The file's lines (:func:`curator.corpus.lines.line_blocks`, a leading BOM
+        skipped); the last block holds the final line alone (:attr:`final`)."""
+        chunks = iter(self)
+        first = next(chunks, b"")  # the whole file, or a chunk of it: a BOM is in it
+        count = 0
+        for block in line_blocks(chain([first], chunks), bom_length(first)):
+            count += 1
+            yield block
+        self.final, self.newline = block, count > 1  # a block before the final: a newline
+
+    @property
+    def unterminated(self) -> int | None:
+        """Where the final line starts when the file does not end in a newline (0 when
+        it has none; a BOM alone is such a file), else None (an empty file too). Known
+        once every block is read."""
+        final = self.final
+        assert final is not None, "read every block first"
+        if final.data or (final.offset and not self.newline):
+            return final.offset if self.newline else 0
+        return None
+
+
 def map_lines(path: str, byte_range: ByteRange | None = None
               ) -> tuple[bytes | mmap.mmap, int, int]:
     """What :func:`read_bytes` returns, as ``(buffer, start, end)``: the bytes are
@@ -175,19 +262,6 @@ def read_block(path: str, byte_range: ByteRange | None) -> tuple[int, bytes]:
             f.readline()
         start = f.tell()
     return start, read_bytes(path, byte_range)
-
-
-def split_lines(data: bytes, base_offset: int = 0) -> Iterator[tuple[int, bytes]]:
-    """``(offset, line)`` of every non-blank line of ``data`` (which starts at
-    ``base_offset`` in its file; at offset 0 a UTF-8 BOM is skipped)."""
-    pos = 0
-    if base_offset == 0 and data.startswith(UTF8_BOM):
-        data, pos = data[len(UTF8_BOM):], len(UTF8_BOM)
-    for line in data.split(b"\n"):
-        offset = base_offset + pos
-        pos += len(line) + 1
-        if line.strip():
-            yield offset, line
 
 
 def iter_lines(path: str, byte_range: ByteRange | None = None) -> Iterator[tuple[int, bytes]]:

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, BinaryIO
 
+import numpy as np
 import orjson
 import pyarrow as pa
 
-from curator.corpus.reading import UTF8_BOM
+from curator.corpus.lines import bom_length, line_windows
 from curator.corpus.records import REASONS as RECORD_REASONS
 from curator.corpus.records import UNPARSABLE_LINE, RecordSpec, Rejection, classify_record
 from curator.ingest.decode import FallbackDecoder
@@ -242,9 +243,6 @@ class PartitionRecords:
         )
 
 
-_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
-
-
 def _value_fields(spec: IdentitySpec) -> tuple[str, ...]:
     """The input fields whose values reach an id or the output, besides the text (a
     text that is not a string is rejected, whichever way it was read)."""
@@ -339,30 +337,28 @@ def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str
 
     ``data`` may be a memory map of the file (``curator.corpus.reading.map_lines``).
 
-    Why a loop of its own rather than the kernel's ``iter_lines`` + ``classify_line``:
-    this loop runs once per document and every call saved is a visible share of ingest
-    (``bench/ingest_throughput.py``). It walks memoryviews of the mapped file with
-    ``find`` (the kernel's reader copies each line out of a copy of the block), counts
-    line numbers (blank lines included), falls back to another encoding for a line that
-    is not UTF-8, and accepts the common record inline (``FastEncoder``) without a call
-    per record. The lines are the kernel's (split on ``\n``, a BOM at the start of the
-    file skipped, lines of ASCII whitespace blank; a trailing ``\r`` is dropped from
-    ``raw`` only), and the classification is the kernel's: the inline path accepts only
-    what ``classify_record`` accepts, and everything else goes through
-    ``PartitionRecords.add``, which calls it. ``tests/unit/test_corpus_kernel.py`` checks
-    both on a hostile file.
+    The lines are the kernel's splitter's (:func:`curator.corpus.lines.line_windows`:
+    split on ``\n``, a BOM at the start of the file skipped, lines of ASCII whitespace
+    blank; a trailing ``\r`` is dropped from ``raw`` only), numbered with the blank ones.
+
+    Why a parse loop of its own rather than the kernel's ``iter_lines`` +
+    ``classify_line``: this loop runs once per document and every call saved is a
+    visible share of ingest (``bench/ingest_throughput.py``). It walks memoryviews of the
+    mapped file (the kernel's reader copies each line out of a copy of the block), falls
+    back to another encoding for a line that is not UTF-8, and accepts the common record
+    inline (``FastEncoder``) without a call per record. The classification is the
+    kernel's: the inline path accepts only what ``classify_record`` accepts, and
+    everything else goes through ``PartitionRecords.add``, which calls it.
+    ``tests/unit/test_corpus_kernel.py`` checks both on a hostile file.
     """
     decoder: FallbackDecoder | None = None
     spec = records.spec
     fields = _value_fields(spec)
     loads, dumps, add, sha256 = orjson.loads, orjson.dumps, records.add, hashlib.sha256
     hi = len(data) if end is None else end
-    pos = start
-    if base_offset == 0 and pos == 0 and data[:3] == UTF8_BOM:
-        pos = len(UTF8_BOM)
+    bom = bom_length(data) if base_offset == 0 and start == 0 else 0
     shift = base_offset - start  # file offset = position in data + shift
-    find, view, line_no = data.find, memoryview(data), first_line
-    whitespace, fast_types = _WHITESPACE, _FAST_TYPES
+    view, fast_types = memoryview(data), _FAST_TYPES
 
     fast = FastEncoder.for_spec(spec)
     if fast is not None:
@@ -374,14 +370,13 @@ def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str
         ord_pos, lines_col, line_ends = records.ord_pos, records.line, records.line_ends
         ids, id_ends, write = records.ids, records.id_ends, records.lines.write
         column_names = records.column_names
-    size, accepted_fast = records.size, 0
+    size, accepted_fast, numbered = records.size, 0, first_line
     try:
-        while pos < hi:
-            nl = find(b"\n", pos, hi)
-            if nl < 0:
-                nl = hi
-            stop = nl - 1 if nl > pos and data[nl - 1] == 13 else nl  # drop a "\r"
-            if stop > pos and (data[pos] not in whitespace or data[pos:stop].strip()):
+        for index in line_windows(data, start + bom, hi):
+            rows = np.flatnonzero(~index.blank)  # (a line's number counts the blank ones)
+            for pos, nl, line_no in zip(index.starts[rows].tolist(), index.ends[rows].tolist(),
+                                        (rows + numbered).tolist(), strict=True):
+                stop = nl - 1 if data[nl - 1] == 13 else nl  # drop a "\r"
                 raw: memoryview | str = view[pos:stop]
                 try:
                     obj = loads(raw)
@@ -421,8 +416,6 @@ def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str
                             ord_pos.append(pos + shift)
                             lines_col.append(line_no)
                             accepted_fast += 1
-                            line_no += 1
-                            pos = nl + 1
                             continue
                 offset = pos + shift
                 encoding = "utf-8"
@@ -454,8 +447,7 @@ def parse_jsonl(data: bytes | mmap.mmap, records: PartitionRecords, *, path: str
                     records.size = size
                     add(obj, path, file_index, offset, line_no, offset, encoding, raw)
                     size = records.size
-            line_no += 1
-            pos = nl + 1
+            numbered += len(index.blank)
     finally:
         records.size = size
         if accepted_fast:

@@ -1,5 +1,6 @@
-"""The audit's scan (curator/audit/scan.py): its batched, column-wise reading gives what
-the plain per-line reading gives, on hostile files too.
+"""The audit's scan (curator/audit/scan.py and the modules it is split into: unit,
+summary, keys, join): its batched, column-wise reading gives what the plain per-line
+reading gives, on hostile files too.
 
 Three readings are compared: ``scan_file`` (batches parsed by one ``map``), ``scan_file``
 with ``exact=True`` (every line parsed alone, with its offset), and an independent
@@ -20,23 +21,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 import polars as pl
 import pytest
 import zstandard
 
-from curator.audit import scan as scan_mod
-from curator.audit.scan import (
-    NON_OBJECT,
-    TRUNCATED,
-    UNPARSABLE,
-    FileScan,
-    id_key,
-    row_key,
-    row_keys,
-    scan_file,
-)
+from curator.audit import join as join_mod
+from curator.audit import keys as keys_mod
+from curator.audit import unit as unit_mod
+from curator.audit.keys import id_key, row_key, row_keys
+from curator.audit.scan import FileScan, scan_file
+from curator.audit.summary import NON_OBJECT, TRUNCATED, UNPARSABLE
+from curator.corpus import reading
 from curator.corpus.fingerprint import RowDigest, fingerprint_key, text_digest
 from curator.corpus.reading import read_bytes, split_lines
 from curator.corpus.records import RecordSpec, Rejection, classify_record, id_of, source_of
@@ -204,8 +200,8 @@ def test_the_batched_scan_reads_what_the_line_by_line_scan_reads(
         batch: int, chunk: int) -> None:
     """Batches of lines, or a file read a few bytes at a time, find what the line by line
     scan and the independent reference scan find."""
-    monkeypatch.setattr(scan_mod, "BATCH_LINES", batch)
-    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(unit_mod, "BATCH_LINES", batch)
+    monkeypatch.setattr(reading, "CHUNK_BYTES", chunk)
     path = _write(tmp_path, name, HOSTILE[name], suffix)
     fast = scan_file(path, SPEC, want_ids=True, comparison_fields=FIELDS, fingerprint=True)
     exact = scan_file(path, SPEC, want_ids=True, comparison_fields=FIELDS, fingerprint=True,
@@ -221,7 +217,7 @@ def test_the_batched_scan_reads_what_the_line_by_line_scan_reads(
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_rejected_file_is_read_the_same_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               name: str, chunk: int) -> None:
-    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(reading, "CHUNK_BYTES", chunk)
     rows = [{"id": "a", "text": "x", "removed_by": "words"},
             {"id": 3, "text": "y", "removed_by": "words"},
             {"id": "b", "removed_by": 5}, {"line": "zz", "failed": "unparsable_line"}, {}]
@@ -254,8 +250,8 @@ def test_a_file_that_fails_to_read_midway_is_not_readable(
                 raise OSError(5, "Input/output error")
             return super().readinto(buffer)
 
-    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 16)
-    monkeypatch.setattr(scan_mod, "open", lambda p, mode: Failing(Path(p).read_bytes()),
+    monkeypatch.setattr(reading, "CHUNK_BYTES", 16)
+    monkeypatch.setattr(reading, "open", lambda p, mode: Failing(Path(p).read_bytes()),
                         raising=False)
     got = scan_file(path, SPEC, want_ids=True, comparison_fields=FIELDS, fingerprint=True)
     assert Failing.reads == 3
@@ -296,10 +292,10 @@ def test_only_the_digested_files_are_hashed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("spec", [None, SPEC])
 def test_containment_keys_depend_on_the_values_only(spec: RecordSpec | None) -> None:
     def row_key(record: dict[str, Any], fields: tuple[str, ...]) -> str | None:
-        return scan_mod.row_key(record, fields, spec)
+        return keys_mod.row_key(record, fields, spec)
 
     def row_keys(records: list[dict[str, Any]], fields: tuple[str, ...]) -> Any:
-        return scan_mod.row_keys(records, fields, spec)
+        return keys_mod.row_keys(records, fields, spec)
 
     a = {"id": "x", "text": "hello", "source": "one"}
     b = {"source": "two", "text": "hello", "id": "x", "extra": [1]}
@@ -339,21 +335,22 @@ def test_with_the_id_and_text_as_fields_a_key_is_the_fingerprint_row_digest() ->
     batch, missing = row_keys([*rows, odd, {"id": "z"}], FIELDS, SPEC)
     assert missing == 1
     assert batch == Counter(row_key(r, FIELDS, SPEC) for r in [*rows, odd])
-    assert scan_mod._Keys(FIELDS, SPEC).scheme != scan_mod._Keys(FIELDS).scheme
+    assert keys_mod.Keys(FIELDS, SPEC).scheme != keys_mod.Keys(FIELDS).scheme
 
 
 def test_an_id_without_escapes_is_its_canonical_json() -> None:
     """The scan writes a string id that needs no escape as '"' + id + '"'; orjson
     escapes exactly the characters of ``_JSON_ESCAPED``."""
     chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
-    escaped = pl.Series(chars).str.contains(scan_mod._JSON_ESCAPED).to_list()
+    escaped = pl.Series(chars).str.contains(keys_mod.JSON_ESCAPED).to_list()
     for s, found in zip(chars, escaped, strict=True):
         plain = orjson.dumps(s) == f'"{s}"'.encode()
         assert plain == (not found), hex(ord(s))
 
 
 def test_scans_that_keyed_rows_two_ways_are_not_mixed(tmp_path: Path) -> None:
-    from curator.audit.scan import load_scans, scan_path
+    from curator.audit.join import load_scans
+    from curator.audit.scan import scan_path
     from curator.errors import CuratorError
 
     paths = []
@@ -383,7 +380,7 @@ def _stage(tmp: Path, target: list[str], reference: list[str], *, keyed: bool = 
 
 
 def _completed(tmp: Path, target: str, reference: str, **kw: Any) -> FileScan:
-    from curator.audit.scan import load_scans
+    from curator.audit.join import load_scans
     from curator.tasks import FileGroupTask
     stage = _stage(tmp, [target], [reference], **kw)
     for path in (target, reference):
@@ -418,43 +415,34 @@ def _full(target: str, keyed: bool = True) -> dict[str, Any]:
                      comparison_fields=FIELDS if keyed else ()).to_json()
 
 
-def test_line_hashes_split_as_bytes_split_and_strip() -> None:
-    from curator.audit._lines import line_index
+def _line_hashes(chunks: list[bytes], start: int = 0) -> list[tuple[int, int]]:
+    """Each line's hashes, the file read in ``chunks`` as a unit reads it."""
+    from curator.audit._lines import line_hashes
+    from curator.corpus.lines import line_blocks
 
-    def line_hashes(data: bytes, start: int = 0) -> tuple[Any, Any, Any]:
-        return line_index(data, start)[:3]
+    return [pair for block in line_blocks(chunks, start)
+            for pair in zip(*(h.tolist() for h in line_hashes(block)), strict=True)]
 
-    for name, data in HOSTILE.items():
-        for start in (0, 3) if data.startswith(b"\xef\xbb\xbf") else (0,):
-            lines = data[start:].split(b"\n")
-            h0, h1, blank = line_hashes(data, start)
-            assert list(blank) == [not line.strip() for line in lines], name
-            pairs = list(zip(h0.tolist(), h1.tolist(), strict=True))
-            # a value is the line and its newline: equal hashes exactly for equal values
-            values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
-            assert len(set(pairs)) == len(set(values)), name
-    # read in chunks (as a unit reads a local file): the same lines, in blocks
-    from curator.audit._lines import line_blocks
+
+def test_line_hashes_are_of_each_line_and_its_newline() -> None:
+    """A line's two hashes are of its bytes and its newline, whichever chunks the file is
+    read in: equal exactly for equal values."""
     for name, data in HOSTILE.items():
         start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-        whole = line_index(data, start)
-        for size in (3, 4, 7, 64, len(data) or 1):
+        lines = data[start:].split(b"\n")
+        values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
+        whole = _line_hashes([data], start)
+        assert len(whole) == len(values), name
+        assert len(set(whole)) == len(set(values)), name
+        assert len(set(zip(values, whole, strict=True))) == len(set(values)), name
+        for size in (3, 4, 7, 64):
             chunks = [data[i:i + size] for i in range(0, len(data), size)]
-            blocks = list(line_blocks(chunks, start))
-            for field in ("h0", "h1", "blank"):
-                got = np.concatenate([getattr(b.index, field) for b in blocks])
-                assert got.tolist() == getattr(whole, field).tolist(), (name, size, field)
-            spans = [(b.offset + s, b.data[s:e]) for b in blocks
-                     for s, e in zip(b.index.starts.tolist(), b.index.ends.tolist(),
-                                     strict=True)]
-            assert spans == [(s, data[s:e]) for s, e in
-                             zip(whole.starts.tolist(), whole.ends.tolist(), strict=True)]
-            assert len(blocks[-1].index.blank) == 1  # the final line alone
-    h0, h1, _ = line_hashes(b'{"id":"a","text":"x"}\n{"id":"a","text":"y"}\n'
-                            b'{"id":"a","text":"x"}\n{"id":"a","text":"x"}')
-    assert (h0[0], h1[0]) == (h0[2], h1[2])
-    assert h0[0] != h0[1] and h1[0] != h1[1]
-    assert (h0[0], h1[0]) != (h0[3], h1[3])  # the final line has no newline
+            assert _line_hashes(chunks, start) == whole, (name, size)
+    pairs = _line_hashes([b'{"id":"a","text":"x"}\n{"id":"a","text":"y"}\n'
+                          b'{"id":"a","text":"x"}\n{"id":"a","text":"x"}'])
+    assert pairs[0] == pairs[2]
+    assert pairs[0][0] != pairs[1][0] and pairs[0][1] != pairs[1][1]
+    assert pairs[0] != pairs[3]  # the final line has no newline
 
 
 @pytest.mark.parametrize("name", ["clean", "bom", "bad lines", "string ids", "ascii ids",
@@ -477,8 +465,8 @@ def test_a_target_of_reference_lines_is_completed_as_the_full_scan_reads_it(
     def no_rescan(*a: Any, **k: Any) -> None:
         raise AssertionError("the target was rescanned")
 
-    monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
-    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", 5)  # the target read 5 bytes at a time
+    monkeypatch.setattr(join_mod, "scan_file", no_rescan)
+    monkeypatch.setattr(reading, "CHUNK_BYTES", 5)  # the target read 5 bytes at a time
     got = _completed(tmp_path, target, ref)
     assert _materialized(got) == full
     assert got.rows == 2 * len(docs)
@@ -503,8 +491,8 @@ def test_a_reused_target_without_a_final_newline_is_truncated_where_the_full_sca
 
     full = _full(target)
     assert full["fault"]["kind"] == TRUNCATED
-    monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
-    monkeypatch.setattr(scan_mod, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(join_mod, "scan_file", no_rescan)
+    monkeypatch.setattr(reading, "CHUNK_BYTES", chunk)
     assert _materialized(_completed(tmp_path, target, ref)) == full
 
 
@@ -522,8 +510,8 @@ def test_lines_repeated_in_the_reference_are_matched_once(
     it is one document (the join falls back to one row per line), and the driver's
     multisets are what the full scans give: the reference's rows as its lines, the
     target's as its own."""
+    from curator.audit.join import load_scans
     from curator.audit.multisets import differences
-    from curator.audit.scan import load_scans
     from curator.tasks import FileGroupTask
     one, two, three = (b'{"id":"%s","text":"t %s","source":"s"}' % (c, c)
                        for c in (b"a", b"b", b"c"))
@@ -538,7 +526,7 @@ def test_lines_repeated_in_the_reference_are_matched_once(
     def no_rescan(*a: Any, **k: Any) -> None:
         raise AssertionError("the target was rescanned")
 
-    monkeypatch.setattr(scan_mod, "scan_file", no_rescan)
+    monkeypatch.setattr(join_mod, "scan_file", no_rescan)
     join = pl.DataFrame.join
 
     def one_row_per_line(self: pl.DataFrame, *a: Any, **k: Any) -> pl.DataFrame:
