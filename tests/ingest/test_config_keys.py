@@ -539,6 +539,58 @@ def test_on_duplicate_suffix_is_deterministic_across_partitioning(tmp_path: Path
     assert artifacts(tmp_path / "one") == artifacts(tmp_path / "many")
 
 
+def _suffix_corpus(root: Path) -> None:
+    """Two groups of duplicate ids, ``p`` and ``q``, and real ids ``p-1`` and ``p-2``.
+
+    Input order is the sorted path, then the byte offset: ``q third`` sits at offset 0 of
+    the second file, yet comes after both copies of ``q`` in the first file.
+    """
+    write_records(root / "a" / "1.jsonl", [
+        {"doc_id": "p", "text": "p first"},
+        {"doc_id": "p-1", "text": "real p-1"},
+        {"doc_id": "p-2", "text": "real p-2"},
+        {"doc_id": "q", "text": "q first"},
+        {"doc_id": "p", "text": "p second"},  # p-1 and p-2 are taken: p-3
+        {"doc_id": "q", "text": "q second " + "padding " * 20},  # q-1
+    ])
+    write_records(root / "b" / "2.jsonl", [
+        {"doc_id": "q", "text": "q third"},  # q-2
+        {"doc_id": "p", "text": "p third"},  # p-2 is real, p-3 is p second's: p-4
+        {"doc_id": "r", "text": "unique"},
+    ])
+
+
+def test_suffix_resolves_an_id_that_collides_more_than_once(tmp_path: Path) -> None:
+    """``p-1`` and ``p-2`` both exist, so the second ``p`` needs two steps to a free
+    id, and the third must also step over the id the second was given."""
+    _suffix_corpus(tmp_path / "in")
+    report = ingest(str(tmp_path / "in"), tmp_path / "out", id_from="doc_id",
+                    on_duplicate="suffix", partition_size=40)
+    out = shard_records(tmp_path / "out")
+    ids = [r["id"] for r in out]
+    assert len(set(ids)) == len(ids) == 9
+    by_text = {r["text"]: r["id"] for r in out}
+    assert by_text["real p-1"] == "p-1" and by_text["real p-2"] == "p-2"
+    assert (by_text["p first"], by_text["p second"], by_text["p third"]) == ("p", "p-3", "p-4")
+    assert report["balance"] == {"seen": 9, "accepted": 9, "rejected": 0, "ok": True}
+
+
+def test_suffix_numbers_are_exact_and_follow_input_order(tmp_path: Path) -> None:
+    """The exact ids, in input order (path, then byte offset), not just a pattern."""
+    _suffix_corpus(tmp_path / "in")
+    report = ingest(str(tmp_path / "in"), tmp_path / "out", id_from="doc_id",
+                    on_duplicate="suffix", partition_size=40)
+    out = shard_records(tmp_path / "out")
+    assert [(r["text"].split(" padding")[0], r["id"]) for r in out] == [
+        ("p first", "p"), ("real p-1", "p-1"), ("real p-2", "p-2"), ("q first", "q"),
+        ("p second", "p-3"), ("q second", "q-1"), ("q third", "q-2"), ("p third", "p-4"),
+        ("unique", "r"),
+    ]
+    assert report["counts"]["duplicate_ids"] == 4
+    assert report["counts"]["duplicate_groups"] == 2
+    assert not (tmp_path / "out" / "rejected" / "duplicates.jsonl").exists()
+
+
 def test_integers_beyond_64_bits_are_exact_in_ids_and_kept_fields(tmp_path: Path) -> None:
     """The recipe hashes the values ``json.loads`` gives: big integers stay integers."""
     lines = ['{"text": "big", "url": 123456789012345678901234567890, "n": 18446744073709551616}',
