@@ -344,15 +344,18 @@ def evaluate(
     words: Annotated[
         str | None, typer.Option("--words", help="add the word bounds: MIN:MAX")
     ] = None,
-    report: Annotated[
-        Path | None, typer.Option("--report", help="write the JSON report here")
+    report: Annotated[  # a str: Path would drop the trailing "/" of a directory
+        str | None, typer.Option("--report", help="write the JSON report here (a file)")
     ] = None,
 ) -> None:
     """Measure an approved policy on labelled sets: false rejection, noise removal."""
     from curator.artifacts import write_json_atomic
-    from curator.evaluate import evaluate_policy, render_text
+    from curator.evaluate import check_report_path, evaluate_policy, render_text
 
     try:
+        if report is not None:  # before anything runs: never over an input, never a dir
+            check_report_path(report, policy=policy, labelled=labelled,
+                              langpack_dir=langpack_dir)
         bounds = None
         if words is not None:
             lo, sep, hi = words.partition(":")
@@ -367,7 +370,11 @@ def evaluate(
                                  language_codes=language or [],
                                  min_langid_score=min_langid_score, words=bounds)
         if report is not None:
-            write_json_atomic(report, result)
+            try:
+                write_json_atomic(report, result)
+            except OSError as exc:  # a parent that is a file, no permission, disk full
+                raise CuratorError("report_unwritable",
+                                   f"cannot write --report {report}: {exc}") from exc
     except CuratorError as exc:
         fail(exc)
         return

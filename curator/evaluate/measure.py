@@ -34,7 +34,7 @@ from curator.artifacts import tool_revision, utc_now
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId, LanguageModel
 from curator.errors import CuratorError
 from curator.evaluate.labelled import PHENOMENA, LabelledDoc, read_labelled
-from curator.filter.gates import GatePlan, LanguageGate, decide
+from curator.filter.gates import LANGUAGE_GATE, GatePlan, LanguageGate, decide
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
 from curator.policy import LoadedPolicy, load_policy
@@ -101,6 +101,13 @@ def evaluate_policy(
             model = FastTextLangId.open(langid_model, langid_max_chars)
     plan = GatePlan(mode="filter", language=language, words=words, policy=scored, pack=pack)
     kept, first, failed = _decide_all(plan, docs, model)
+    if language is not None and docs and all(g == LANGUAGE_GATE for g in first):
+        # the filter's own refusal of the same settings (curator/steps/filter.py)
+        raise CuratorError(
+            "language_filter_removed_everything",
+            f"the language gate removed all {len(docs)} documents: --language "
+            f"{' '.join(language.codes)} does not match the labelled set (or "
+            f"--min-langid-score {language.min_score} is too high)")
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": "curate/evaluate",
