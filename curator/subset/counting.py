@@ -15,7 +15,8 @@ ships inside a registry package, or a local ``tokenizer.json``.
 A tokenizer's identity is ``{name, revision}``; ``revision`` is ``sha256:<hex>`` of its
 vocabulary file (the uncompressed ``.tiktoken`` ranks, or the ``tokenizer.json``
 bytes). The config must name the revision it expects (``tokenizer_revision_missing``
-otherwise); a file whose digest differs is refused (``tokenizer_revision_mismatch``).
+otherwise); a file whose digest differs is refused (``tokenizer_revision_mismatch``), and a
+``tokenizer.json`` the library cannot load is ``tokenizer_invalid``, before anything runs.
 Nothing is downloaded. Special tokens are counted as text (``encode_ordinary``, no
 added BOS/EOS), so a document's count does not depend on where it is placed.
 """
@@ -99,7 +100,8 @@ def identify(name: str | None, revision: str | None) -> TokenizerId:
             raise CuratorError("tokenizer_not_found",
                                f"tokenizer {name!r} is neither a bundled vocabulary "
                                f"({sorted(BUNDLED)}) nor a tokenizer.json file")
-        actual, where, library = _file_sha(path.read_bytes()), str(path.resolve()), "tokenizers"
+        data = path.read_bytes()
+        actual, where, library = _file_sha(data), str(path.resolve()), "tokenizers"
     if not revision:
         raise CuratorError("tokenizer_revision_missing",
                            f"tokenizer {name!r} needs a revision: its vocabulary is {actual}")
@@ -107,7 +109,26 @@ def identify(name: str | None, revision: str | None) -> TokenizerId:
         raise CuratorError("tokenizer_revision_mismatch",
                            f"tokenizer {name!r}: the config expects revision {revision} but "
                            f"the vocabulary is {actual}")
-    return TokenizerId(name, actual, library, where)
+    tok = TokenizerId(name, actual, library, where)
+    if name not in BUNDLED:
+        _parse_file(tok, data)
+    return tok
+
+
+def _parse_file(tok: TokenizerId, data: bytes) -> None:
+    """Load a ``tokenizer.json`` now, in the refusal, so a file that is not one is
+    ``tokenizer_invalid`` naming it, not a failed partition later (#29 item 9)."""
+    from tokenizers import Tokenizer
+
+    try:
+        enc = Tokenizer.from_str(data.decode("utf-8"))
+    except Exception as exc:  # tokenizers raises a bare Exception for a bad file
+        raise CuratorError("tokenizer_invalid",
+                           f"tokenizer {tok.name!r} ({tok.vocabulary}) is not a tokenizer.json "
+                           f"the tokenizers library can load: {str(exc)[:300]}; fix or replace "
+                           "the file (a resume cannot help)", path=tok.vocabulary) from exc
+    with _LOCK:  # this process counts with it next (the inline executor)
+        _LOADED.setdefault(f"{tok.name}\0False", enc)
 
 
 _LOADED: dict[str, Any] = {}
