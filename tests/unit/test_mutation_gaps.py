@@ -21,14 +21,6 @@ import pytest
 import yaml
 
 from curator.adapter import StageAdapter
-from curator.checkpoint import (
-    METADATA_DIRNAME,
-    CheckpointStore,
-    check_local_filesystem,
-    filesystem_type,
-    read_checkpoint_file,
-    read_checkpoint_files,
-)
 from curator.corpus.langid import FastTextLangId
 from curator.errors import CuratorError
 from curator.filter.gates import GatePlan, LanguageGate, decide
@@ -54,44 +46,8 @@ from tests.unit._support import (
     Step,
     batch,
     completed_on_disk,
-    crasher_bytes,
     read_log,
 )
-
-# -- gap 4: a good checkpoint file after one that crashes the reader --------------------------
-
-
-def test_a_good_file_sorting_after_a_reader_crash_is_still_read(tmp_path: Path) -> None:
-    """Gap 4: the reader process dies on ``a-crash.mdb``; ``b-good.mdb`` (after it by name)
-    is still read, at start-up and when the statistics are merged."""
-    crash = crasher_bytes(tmp_path / "donor")
-    probe = tmp_path / "probe.mdb"
-    probe.write_bytes(crash)
-    died = subprocess.run(
-        [sys.executable, "-c", "import sys; from curator.checkpoint import "
-         "read_checkpoint_file as r; r(sys.argv[1])", str(probe)],
-        capture_output=True, timeout=60, cwd=Path(__file__).resolve().parents[2],
-    )
-    assert died.returncode < 0, "precondition: this file kills the process that reads it"
-
-    ck = tmp_path / "ck"
-    with CheckpointStore(ck, writer_id="b-good") as good:
-        good.mark_completed({"g0": {"rows": 1}, "g1": {"rows": 2}})
-    meta = ck / METADATA_DIRNAME
-    bad = meta / "a-crash.mdb"
-    bad.write_bytes(crash)
-    assert sorted(p.name for p in meta.glob("*.mdb")) == ["a-crash.mdb", "b-good.mdb"]
-
-    results = read_checkpoint_files(sorted(meta.glob("*.mdb")))
-    assert isinstance(results[bad], Exception) and "died" in str(results[bad])
-    assert results[meta / "b-good.mdb"] == ({"g0", "g1"}, {"g0": {"rows": 1}, "g1": {"rows": 2}})
-
-    with CheckpointStore(ck, writer_id="c-me") as store:
-        assert store.completed == {"g0", "g1"}
-        assert store.skipped_files == [bad]
-        assert store.stats() == {"g0": {"rows": 1}, "g1": {"rows": 2}}
-        assert store.skipped_files == [bad]
-
 
 # -- gap 5: a source stage that returns None ---------------------------------------------------
 
@@ -476,55 +432,3 @@ def test_stale_temp_cleanup_judges_only_this_hosts_pids(tmp_path: Path) -> None:
     assert (out / "0.jsonl").exists()
 
 
-def test_two_hosts_with_the_same_pid_write_separate_checkpoint_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Gap 11: two hosts see the same checkpoint path; host B's driver had this process's
-    pid. Its file is another writer's: this run gets its own file, reads B's completions
-    as part of the union and leaves B's file as it was. (Host B is this process with
-    ``socket.gethostname`` answering another name: one machine has one host name.)"""
-    ck = tmp_path / "ck"
-    with monkeypatch.context() as m:
-        m.setattr(socket, "gethostname", lambda: "host-b")
-        with CheckpointStore(ck) as other:
-            other.mark_completed({"b0": {"rows": 3}})
-            other_path = other.path
-    assert other_path.name == f"host-b-{os.getpid()}.mdb"
-    before = other_path.read_bytes()
-    with CheckpointStore(ck) as store:
-        assert store.path != other_path
-        assert store.path.name == f"{_this_host()}-{os.getpid()}.mdb"
-        assert store.completed == {"b0"}
-        store.mark_completed({"a0": {"rows": 1}})
-        assert store.stats() == {"a0": {"rows": 1}, "b0": {"rows": 3}}
-    assert other_path.read_bytes() == before
-    assert read_checkpoint_file(other_path)[0] == {"b0"}
-    assert completed_on_disk(ck) == {"a0", "b0"}
-
-
-def test_a_network_filesystem_mounted_over_a_local_one_is_refused(tmp_path: Path) -> None:
-    """Gap 11: ``/proc/mounts`` lists mounts in mount order; at one mount point the last
-    one is what the path is on. NFS mounted over a local directory is NFS (refused); a
-    local filesystem mounted over an NFS one is local (accepted)."""
-    mnt = tmp_path / "mnt"
-    ckpt = mnt / "ck"
-    ckpt.mkdir(parents=True)
-    nfs_on_top = tmp_path / "mounts-nfs-on-top"
-    nfs_on_top.write_text(
-        "/dev/sda1 / ext4 rw 0 0\n"
-        f"/dev/sdb1 {mnt} ext4 rw 0 0\n"
-        f"server:/export {mnt} nfs4 rw,vers=4.2 0 0\n"
-    )
-    assert filesystem_type(ckpt, nfs_on_top) == "nfs4"
-    with pytest.raises(CuratorError) as exc:
-        check_local_filesystem(ckpt, nfs_on_top)
-    assert exc.value.error_id == "checkpoint_on_network_filesystem"
-
-    local_on_top = tmp_path / "mounts-local-on-top"
-    local_on_top.write_text(
-        "/dev/sda1 / ext4 rw 0 0\n"
-        f"server:/export {mnt} nfs4 rw,vers=4.2 0 0\n"
-        f"/dev/sdb1 {mnt} xfs rw 0 0\n"
-    )
-    assert filesystem_type(ckpt, local_on_top) == "xfs"
-    check_local_filesystem(ckpt, local_on_top)
