@@ -18,7 +18,6 @@ files, orjson the shards):
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -26,17 +25,25 @@ from typing import Any
 import orjson
 import pyarrow.parquet as pq
 
+from curator import models
 from curator.artifacts import file_digest
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
+from curator.errors import CuratorError
+from curator.models import CompletionArtifact, ParquetCopy
+
+
+def _artifact(path: Path) -> CompletionArtifact:
+    """The completion artifact through the base model (its ``parquet`` block typed)."""
+    return models.read(CompletionArtifact, path)
 
 
 def has_parquet_copy(path: Path) -> bool:
-    """Whether a completion artifact lists a Parquet copy (the checker applies)."""
+    """Whether a completion artifact lists a Parquet copy (the checker applies); a
+    malformed one is its own step checker's finding."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return _artifact(path).parquet is not None
+    except (OSError, CuratorError):
         return False
-    return isinstance(data, dict) and isinstance(data.get("parquet"), dict)
 
 
 def _equal(got: Any, want: Any) -> bool:
@@ -94,19 +101,22 @@ def _differing_rows(copy: Path, shard: Path, json_columns: set[str]) -> list[int
 
 def check_parquet_copy(path: Path) -> Block:
     """Prove the Parquet copy a completion artifact lists (module docstring)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    block_in = data.get("parquet") or {}
+    try:
+        block_in = _artifact(path).parquet or ParquetCopy()
+    except (OSError, CuratorError) as exc:
+        message = exc.message if isinstance(exc, CuratorError) else f"{path}: {exc}"
+        return None, [finding("parquet_listing_unreadable", message)]
     root = path.parent
     findings: list[Finding] = []
-    json_columns = set(block_in.get("json_columns") or [])
+    json_columns = set(block_in.json_columns or [])
     listed: set[Path] = set()
     rows_total = 0
-    entries = block_in.get("shards") or []
+    entries = block_in.shards or []
     for entry in entries:
-        copy, shard = _inside(root, entry.get("name")), _inside(root, entry.get("from"))
+        copy, shard = _inside(root, entry.name), _inside(root, entry.from_)
         if copy is None or shard is None:
             findings.append(finding("parquet_path_outside_output",
-                                    f"{entry.get('name')!r} / {entry.get('from')!r}: a "
+                                    f"{entry.name!r} / {entry.from_!r}: a "
                                     f"listed path leaves {root}; not read"))
             continue
         listed.add(copy)
@@ -114,7 +124,7 @@ def check_parquet_copy(path: Path) -> Block:
             missing = copy if not copy.is_file() else shard
             findings.append(finding("parquet_copy_missing", f"{missing} is listed but absent"))
             continue
-        if file_digest(copy) != entry.get("sha256"):
+        if file_digest(copy) != entry.sha256:
             findings.append(finding("parquet_digest_mismatch",
                                     f"{copy.name}: sha256 differs from the listed one"))
         try:
@@ -125,21 +135,21 @@ def check_parquet_copy(path: Path) -> Block:
                                     f"{copy.name} or {shard.name} cannot be read: {exc}"))
             continue
         rows_total += rows
-        if not rows == records == entry.get("rows"):
+        if not rows == records == entry.rows:
             findings.append(finding("parquet_row_count_mismatch",
                                     f"{copy.name}: {rows} rows, {records} records in "
-                                    f"{shard.name}, {entry.get('rows')} listed"))
+                                    f"{shard.name}, {entry.rows} listed"))
             continue
         bad = _differing_rows(copy, shard, json_columns)
         if bad:
             findings.append(finding("parquet_records_differ",
                                     f"{copy.name}: rows {bad} differ from {shard.name}",
                                     rows=bad))
-    folder = _inside(root, block_in.get("dir") or "parquet")
+    folder = _inside(root, block_in.dir or "parquet")
     if folder is not None and folder.is_dir():
         for extra in sorted(p for p in folder.rglob("*.parquet") if p.resolve() not in listed):
             findings.append(finding("parquet_unlisted_file",
                                     f"{extra} is in the copy's folder but not listed"))
     block = {"files": len(entries), "rows": rows_total,
-             "listed_rows": block_in.get("rows"), "json_columns": sorted(json_columns)}
+             "listed_rows": block_in.rows, "json_columns": sorted(json_columns)}
     return block, findings

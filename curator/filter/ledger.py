@@ -9,12 +9,15 @@ re-derives every derived field and refuses a ledger whose stored fields disagree
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from curator import models
 from curator.errors import CuratorError
+from curator.models import CurationLedger
 
 SCHEMA_VERSION = 1
 KEYS = ("schema_version", "stage", "source", "n_input", "n_success", "n_filtered", "n_failed",
@@ -79,16 +82,18 @@ def derive(ledger: Mapping[str, Any]) -> dict[str, Any]:
 def load_ledger(path: str | Path) -> dict[str, Any]:
     """Read a ledger and check it: every key present, derived fields re-derived."""
     try:
-        ledger = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CuratorError("ledger_unreadable", f"cannot read ledger {path}: {exc}") from exc
-    missing = [k for k in KEYS if k not in ledger]
+        data = models.read_json(path)
+    except (OSError, CuratorError) as exc:  # CuratorError: not JSON
+        why = exc.message if isinstance(exc, CuratorError) else exc
+        raise CuratorError("ledger_unreadable", f"cannot read ledger {path}: {why}") from exc
+    missing = [k for k in KEYS if not isinstance(data, dict) or k not in data]
     if missing:
         raise CuratorError("ledger_invalid", f"ledger {path} lacks {missing}")
-    try:
-        derived = derive(ledger)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CuratorError("ledger_invalid", f"ledger {path}: {exc}") from exc
+    try:  # every count a JSON integer, every block its type (curator.models)
+        ledger = CurationLedger.model_validate(data).dump()
+    except ValidationError as exc:
+        raise CuratorError("ledger_invalid", models.problem(f"ledger {path}", exc)) from None
+    derived = derive(ledger)
     wrong = {k: (ledger[k], v) for k, v in derived.items() if ledger[k] != v}
     if wrong:
         raise CuratorError(

@@ -31,6 +31,8 @@ from curator.models.producer import (
     CompletionArtifact,
     ErrorBlock,
     Execution,
+    ParquetCopy,
+    ParquetShard,
     Producer,
     Shard,
 )
@@ -94,24 +96,35 @@ def parse(model: type[M], data: Any, where: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise CuratorError(ARTIFACT_INVALID, problem(where, exc), path=where) from None
+        raise CuratorError("artifact_invalid", problem(where, exc), path=where) from None
+
+
+def load_json(raw: bytes | str, where: str) -> Any:
+    """JSON text as Python values (the one place artifacts are decoded), or
+    ``artifact_invalid``; for a reader that parses through a model itself (the audit
+    turns a malformed ledger into a finding, with its own wording)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise CuratorError("artifact_invalid", f"{where}: not JSON: {str(exc)[:200]}",
+                           path=where) from None
 
 
 def load(model: type[M], raw: bytes | str, where: str) -> M:
     """JSON text parsed as ``model``, or ``artifact_invalid`` (a ``NaN`` or ``Infinity``
     where the model has a number is refused there, naming the field)."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise CuratorError(ARTIFACT_INVALID, f"{where}: not JSON: {str(exc)[:200]}",
-                           path=where) from None
-    return parse(model, data, where)
+    return parse(model, load_json(raw, where), where)
 
 
 def read(model: type[M], path: str | Path) -> M:
     """A local JSON file parsed as ``model``; ``OSError`` (absent, unreadable) is
     raised as it is, a malformed file is ``artifact_invalid``."""
     return load(model, Path(path).read_bytes(), str(path))
+
+
+def read_json(path: str | Path) -> Any:
+    """A local JSON file as Python values (:func:`load_json`); ``OSError`` as it is."""
+    return load_json(Path(path).read_bytes(), str(path))
 
 
 def _clean(value: Any) -> Any:
@@ -135,7 +148,8 @@ __all__ = [
     "ARTIFACT_INVALID", "COMPLETION_MODELS", "MODEL_BY_NAME", "ArtifactModel", "AuditReport",
     "CheckpointSummary", "CompletionArtifact", "CurationLedger", "DecontaminationReport",
     "ErrorBlock", "Execution", "Finding", "FlowPlanFile", "FlowReportFile", "FlowStepEntry",
-    "IngestReport", "PlannedStep", "Producer", "ProfileReport", "RunManifest", "Shard",
+    "IngestReport", "ParquetCopy", "ParquetShard", "PlannedStep", "Producer", "ProfileReport",
+    "RunManifest", "Shard",
     "StepMarker", "SubsetPlan", "SubsetReport", "Tier", "build", "completion_model", "load",
-    "parse", "problem", "read",
+    "load_json", "parse", "problem", "read", "read_json",
 ]

@@ -70,12 +70,34 @@ class Shard(ArtifactModel):
     sha256: str | None = None
 
 
+class ParquetShard(ArtifactModel):
+    """One Parquet file of the copy: its name and the JSONL shard it copies (``from``),
+    both relative to the artifact's folder, its rows and sha256."""
+
+    name: str | None = None
+    from_: str | None = Field(None, alias="from")
+    rows: Count | None = None
+    sha256: str | None = None
+
+
+class ParquetCopy(ArtifactModel):
+    """The Parquet copy of the corpus a step wrote (``output_format: jsonl+parquet``)."""
+
+    dir: str | None = None
+    rows: Count | None = None
+    json_columns: list[str] | None = None
+    columns: dict[str, str] | None = None
+    shards: list[ParquetShard] | None = None
+
+
 class CompletionArtifact(ArtifactModel):
     """A step's completion artifact: written last, on failure too (with ``error``)."""
 
     schema_version: Count | None = None
     producer: Producer | None = None
     error: ErrorBlock | None = None
+    #: the Parquet copy of the corpus it wrote, when it made one
+    parquet: ParquetCopy | None = None
 
     @property
     def is_complete(self) -> bool:
@@ -88,4 +110,4 @@ class CompletionArtifact(ArtifactModel):
 
 
 __all__ = ["ArtifactModel", "CompletionArtifact", "Count", "ErrorBlock", "Execution",
-           "Number", "Producer", "Shard"]
+           "Number", "ParquetCopy", "ParquetShard", "Producer", "Shard"]

@@ -66,14 +66,6 @@ class TokenCache(ArtifactModel):
     misses: Count | None = None
 
 
-class ParquetCopy(ArtifactModel):
-    """The Parquet copy of the corpus a step wrote (``output_format: jsonl+parquet``)."""
-
-    dir: str | None = None
-    rows: Count | None = None
-    shards: list[dict[str, Any]] | None = None
-
-
 class SubsetReport(CompletionArtifact):
     step_id: str | None = None
     started_at: str | None = None
@@ -89,6 +81,5 @@ class SubsetReport(CompletionArtifact):
     tiers: list[Tier] | None = None
     stratification: Stratification | None = None
     token_cache: TokenCache | None = None
-    parquet: ParquetCopy | None = None
     nesting_verified: bool | None = None
     warnings: list[StepWarning] | None = None

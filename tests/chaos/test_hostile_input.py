@@ -152,8 +152,9 @@ def test_hostile_files_are_rejections_or_an_error_id_and_nothing_escapes_the_out
         result = spec.run(validate_config(spec.config, world.config(out, ckpt)))
     except CuratorError as exc:
         assert exc.error_id != "internal_error", exc
-        result = spec.read_result(world.config(out, ckpt))
-        assert result is None or result.get("error", {}).get("error_id") == exc.error_id
+        found = spec.read_result(world.config(out, ckpt))
+        assert found is None or (found.error is not None
+                                 and found.error.error_id == exc.error_id)
     else:
         assert result["producer"].get("completed_at")
     assert outside(tmp_path, (out, ckpt)) == mark, "a file was written outside the output"

@@ -95,7 +95,8 @@ def test_a_lost_ray_worker_node_completes_or_resumes_to_the_clean_bytes(
         spec = case.spec
         if code == 2:  # failed cleanly: an error id, the report without completed_at
             assert "error: [partition_failed]" in err, err[-3000:]
-            result = spec.read_result(case.cfg)
+            found = spec.read_result(case.cfg)  # its model, read as written below
+            result = found.dump() if found is not None else None
             assert result is not None and "completed_at" not in result["producer"]
             with case.proc("rerun") as rerun:  # the head node alone
                 assert rerun.wait(600) == 0, rerun.stderr()[-3000:]
