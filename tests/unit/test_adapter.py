@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from curator.adapter import CompletionEvent, StageAdapter
 from curator.checkpoint import CheckpointStore
 from curator.completion import CompletionTracker
 from curator.errors import CuratorError
+from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
 from curator.tasks import DocumentBatch, EmptyTask, FailedTask, NoneTask, Task
 from tests.unit._support import (
@@ -23,6 +25,7 @@ from tests.unit._support import (
     Step,
     batch,
     completed_on_disk,
+    read_log,
     run_adapter,
     source_tasks,
 )
@@ -238,6 +241,77 @@ def test_single_stage_source_is_also_sink_consumes_at_once() -> None:
         tracker.open(sid, tid)
     assert sorted(tracker.apply(result.events)) == ["0", "1"]
     assert tracker.in_flight == 0
+
+
+@dataclass
+class NoneSource(ProcessingStage[EmptyTask, DocumentBatch]):
+    """A source whose ``process`` filters the root: one slot, ``None``."""
+
+    name: str = "none_source"
+
+    def process(self, task: EmptyTask) -> None:
+        return None
+
+
+@dataclass
+class NoneBatchSource(ProcessingStage[EmptyTask, DocumentBatch]):
+    """A source whose ``process_batch`` returns ``None`` instead of a list."""
+
+    name: str = "none_batch_source"
+
+    def process_batch(self, tasks: list[EmptyTask]) -> None:  # type: ignore[override]
+        return None
+
+
+@dataclass
+class HoleSource(ProcessingStage[EmptyTask, DocumentBatch]):
+    """A source fanning the root out to ``[batch 0, None, batch 2]``."""
+
+    name: str = "hole_source"
+
+    def process(self, task: EmptyTask) -> list[DocumentBatch | None]:
+        return [batch(0), None, batch(2)]
+
+
+@pytest.mark.parametrize("source", [NoneSource(), NoneBatchSource()],
+                         ids=["process", "process_batch"])
+def test_a_source_returning_none_plans_no_partition(tmp_path: Path, source) -> None:
+    """``None`` is a slot filtered on purpose (docs/engine.md): no source partition
+    is opened, nothing downstream runs, nothing is recorded, nothing is left pending; the
+    run succeeds, and so does a rerun."""
+    adapted = StageAdapter(source, is_source=True).process_batch([EmptyTask()])
+    assert adapted.tasks == [] and adapted.opened == [] and adapted.events == []
+
+    log = tmp_path / "step.log"
+    for _ in range(2):
+        result = Pipeline("p", [source, Step(log=str(log))]).run(checkpoint_path=tmp_path / "ck")
+        assert (result.sources_total, result.sources_completed, result.sources_skipped) == (
+            0, 0, 0)
+        assert result.sources_pending == [] and result.tasks == [] and result.stats == {}
+    assert read_log(log) == []
+    assert completed_on_disk(tmp_path / "ck") == frozenset()
+
+
+def test_a_none_slot_at_the_source_is_neither_a_partition_nor_completed(tmp_path: Path) -> None:
+    """The ``None`` slot keeps its position (the others are sources ``0`` and ``2``,
+    as without it), is never opened, and is not recorded complete, even when the source is
+    also the sink (where opened sources are completed at once)."""
+    adapted = StageAdapter(HoleSource(), is_source=True, is_sink=True).process_batch(
+        [EmptyTask()])
+    assert adapted.opened == [("0", "0_0"), ("2", "0_2")]
+    assert sorted(e.source_id for e in adapted.events) == ["0", "2"]
+
+    alone = Pipeline("p", [HoleSource()]).run(checkpoint_path=tmp_path / "alone")
+    assert alone.sources_total == 2 and alone.sources_completed == 2
+    assert [t.source_id for t in alone.tasks] == ["0", "2"]
+    assert completed_on_disk(tmp_path / "alone") == {"0", "2"}
+
+    log = tmp_path / "step.log"
+    chained = Pipeline("p", [HoleSource(), Step(log=str(log))]).run(
+        checkpoint_path=tmp_path / "chained")
+    assert chained.sources_total == 2 and chained.sources_pending == []
+    assert [r["source"] for r in read_log(log)] == ["0", "2"]
+    assert completed_on_disk(tmp_path / "chained") == {"0", "2"}
 
 
 @dataclass
