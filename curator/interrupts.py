@@ -1,16 +1,18 @@
-"""SIGTERM and SIGINT for the whole of a step's run, not only inside its engine passes.
+"""SIGTERM and SIGINT: one handler for a whole run, its engine passes included.
 
-Inside :meth:`curator.pipeline.Pipeline.run` the engine's own handler drains: it starts
-no new partition, waits for the running ones and raises ``interrupted_sigterm`` /
-``interrupted_sigint``. Outside it (the refusal checks, between two phases, merging
-statistics) a SIGTERM used to kill the driver outright (exit -15, no report) and a SIGINT
-surfaced as a bare ``KeyboardInterrupt`` (``Aborted!``, exit 1). :class:`StepInterrupts`
-turns both into the same :class:`~curator.errors.CuratorError` there, so the step writes
-its report with the error and exits 143 / 130, and the run resumes.
+:class:`Interrupts` is installed for a step's run (and by the ``curate`` entry point for
+the whole command, :mod:`flows.entry`). Where a signal lands it acts in one of three ways:
 
-While the artifacts are written (:meth:`StepInterrupts.deferred`) a signal is only
-recorded: a report is never left half-written by an interrupt. A run whose artifacts
-are complete when the signal comes is complete; the signal is logged.
+- by default it raises ``interrupted_sigterm`` / ``interrupted_sigint``
+  (:class:`~curator.errors.CuratorError`), so the step writes its report with the error
+  and exits 143 / 130, and the run resumes. (A SIGTERM used to kill the driver outright,
+  exit -15 and no report; a SIGINT to surface as a bare ``KeyboardInterrupt``.)
+- inside an engine pass (:meth:`Interrupts.draining`, :class:`curator.pipeline.Pipeline`)
+  it only records the signal: the engine starts no new partition, waits for the running
+  ones and raises the same error; a second signal abandons the running ones.
+- while the artifacts are written (:meth:`Interrupts.deferred`) it only records the
+  signal: a report is never left half-written by an interrupt. A run whose artifacts
+  are complete when the signal comes is complete; the signal is logged.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from typing import Any
 
 from curator.errors import CuratorError
 
-log = logging.getLogger("curator.steps")
+# the loggers these lines have always been printed under (stderr shows the name)
+_engine_log = logging.getLogger("curator.pipeline")
+_step_log = logging.getLogger("curator.steps")
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def interrupted(signum: int) -> CuratorError:
@@ -35,17 +39,21 @@ def interrupted(signum: int) -> CuratorError:
                         f"interrupted by {name}: run the same command again to resume")
 
 
-class StepInterrupts:
-    """Installed for one step run, in the main thread only (elsewhere it does nothing)."""
+class Interrupts:
+    """SIGINT and SIGTERM while installed (``with``), in the main thread only (elsewhere
+    it does nothing: Python runs signal handlers in the main thread alone)."""
 
     def __init__(self) -> None:
+        #: the first signal received, and how many were
         self.received: int | None = None
+        self.count = 0
         self._defer = 0
+        self._drain = 0
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> StepInterrupts:
+    def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
-            for sig in _SIGNALS:
+            for sig in SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
@@ -54,12 +62,25 @@ class StepInterrupts:
             signal.signal(sig, handler)
         self._previous.clear()
 
+    @staticmethod
+    def installed() -> Interrupts | None:
+        """The :class:`Interrupts` whose handler is in place in this process, if any."""
+        owner = getattr(signal.getsignal(signal.SIGINT), "__self__", None)
+        return owner if isinstance(owner, Interrupts) else None
+
     def _handle(self, signum: int, frame: object) -> None:
+        self.count += 1
         first = self.received is None
         self.received = self.received or signum
+        name = signal.Signals(signum).name
+        if self._drain:
+            if first:
+                _engine_log.warning("%s received: starting no new partitions, waiting for "
+                                    "running ones (send it again to stop at once)", name)
+            return
         if self._defer:
-            log.warning("%s received while the reports are written: they are finished "
-                        "first", signal.Signals(signum).name)
+            _step_log.warning("%s received while the reports are written: they are "
+                              "finished first", name)
             return
         if first:
             raise interrupted(signum)
@@ -83,5 +104,25 @@ class StepInterrupts:
         finally:
             self._defer -= 1
 
+    @classmethod
+    @contextlib.contextmanager
+    def draining(cls) -> Iterator[Interrupts]:
+        """An engine pass: the handler in place (a step's), or one installed for the
+        pass, records signals instead of raising; the engine reads :attr:`received`
+        (stop starting partitions) and :attr:`count` (a second signal: abandon)."""
+        with contextlib.ExitStack() as stack:
+            interrupts = cls.installed() if _in_main_thread() else None
+            if interrupts is None:
+                interrupts = stack.enter_context(cls())
+            interrupts._drain += 1
+            try:
+                yield interrupts
+            finally:
+                interrupts._drain -= 1
 
-__all__ = ["StepInterrupts", "interrupted"]
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+__all__ = ["SIGNALS", "Interrupts", "interrupted"]

@@ -13,19 +13,18 @@ import concurrent.futures as cf
 import logging
 import os
 import signal
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from curator.adapter import StageAdapter
 from curator.checkpoint import DEFAULT_MAP_SIZE, CheckpointStore
 from curator.completion import CompletionTracker
 from curator.errors import CuratorError
 from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
+from curator.interrupts import Interrupts
 from curator.logs import default_stderr_logging
 from curator.stages import CompositeStage, ProcessingStage
 from curator.tasks import EmptyTask, Task
@@ -84,33 +83,6 @@ def merge_stats(per_source: Iterable[dict[str, float]]) -> dict[str, float]:
         for key, value in stats.items():
             total[key] = total.get(key, 0) + value
     return dict(sorted(total.items()))
-
-
-class _Interrupts:
-    """SIGINT/SIGTERM in the driver: the first drains, the second abandons."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.count = 0
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Interrupts:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: object) -> None:
-        self.signum = self.signum or signum
-        self.count += 1
-        name = signal.Signals(signum).name
-        if self.count == 1:
-            log.warning("%s received: starting no new partitions, waiting for running ones "
-                        "(send it again to stop at once)", name)
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
 
 
 class Pipeline:
@@ -279,12 +251,12 @@ class Pipeline:
                                  sum(t.num_items for t in unit.tasks), unit.stats)
                     )
 
-        executor.start(chain)
-        try:
-            with _Interrupts() as interrupts:
+        with Interrupts.draining() as interrupts:  # signals: stop starting, then abandon
+            executor.start(chain)
+            try:
                 while queue or inflight:
                     while queue and len(inflight) < IN_FLIGHT_PER_SLOT * executor.capacity and not (
-                        interrupts.signum or failures
+                        interrupts.received or failures
                     ):
                         task = queue.pop()
                         if not consumed_at_source:
@@ -305,19 +277,19 @@ class Pipeline:
                             unfinished.append(sid)
                     if buffered and (
                         since() >= COMMIT_INTERVAL or len(buffered) >= COMMIT_MAX
-                        or not (queue or inflight) or interrupts.signum or failures
+                        or not (queue or inflight) or interrupts.received or failures
                     ):
                         record(buffered)
                         buffered = []
                         last_commit = time.monotonic()
-                    if (interrupts.signum or failures) and inflight:
+                    if (interrupts.received or failures) and inflight:
                         self._cancel_waiting(inflight, tracker, unfinished)
                     if interrupts.count >= 2:
                         abandon = True
                         break
                 record(buffered)  # outputs in place are recorded, even when abandoning
-        finally:
-            executor.stop(abandon=abandon)
+            finally:
+                executor.stop(abandon=abandon)
 
         order = {t.source_id: i for i, t in enumerate(sources)}
         results.sort(key=lambda t: order.get(t.source_id, len(order)))  # stable: plan order
@@ -339,14 +311,14 @@ class Pipeline:
             perf=perf,
         )
         log.log(
-            logging.WARNING if interrupts.signum or failures else logging.INFO,
+            logging.WARNING if interrupts.received or failures else logging.INFO,
             "%s: %s: %d source partitions completed in this run, %d skipped as complete, "
             "%d failed, %d left pending, %.1fs",
-            self.name, "stopped" if interrupts.signum or failures else "finished",
+            self.name, "stopped" if interrupts.received or failures else "finished",
             result.sources_completed, skipped, len(failures),
             len(result.sources_pending) - len(failures), result.seconds,
         )
-        self._raise_if_stopped(interrupts.signum, failures, result, store)
+        self._raise_if_stopped(interrupts.received, failures, result, store)
         return result
 
     @staticmethod

@@ -16,15 +16,36 @@ from curator.execution import Executor, UnitResult, WorkerChain, run_unit
 from curator.tasks import Task
 
 _CHAIN: WorkerChain | None = None
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 def _init_worker() -> None:
     # Ctrl+C reaches the whole process group, and so does a SIGTERM sent to the group
     # (a batch scheduler's time limit, ``kill -TERM -PGID``): the driver decides how to
     # stop, and a worker finishes the partition it holds so its output is complete.
-    # The driver stops workers with SIGKILL when it abandons them.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The driver stops workers with SIGKILL when it abandons them. The worker started
+    # with both signals blocked (_starting_workers): one sent since stays pending and
+    # is discarded here, once ignored.
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+@contextlib.contextmanager
+def _starting_workers() -> Iterator[None]:
+    """Around every call that may start a worker (the pool's creation, ``submit``).
+
+    SIGINT and SIGTERM are blocked in this thread meanwhile: a spawned worker inherits
+    the mask through ``exec``, so a Ctrl+C in the second it spends importing before
+    :func:`_init_worker` runs no longer kills it with a ``KeyboardInterrupt`` traceback
+    (and breaks the pool: issue #29, item 10). The driver loses nothing: another of its
+    threads takes the signal, or it is delivered here when the mask is restored."""
+    with _safe_path():
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager
@@ -100,7 +121,7 @@ class LocalExecutor(Executor):
 
     def start(self, chain: WorkerChain) -> None:
         if self._pool is None:
-            with _safe_path():  # its queues' locks may start the resource tracker
+            with _starting_workers():  # its queues' locks may start the resource tracker
                 self._pool = cf.ProcessPoolExecutor(
                     max_workers=self.workers,
                     mp_context=multiprocessing.get_context(self.start_method),
@@ -115,7 +136,7 @@ class LocalExecutor(Executor):
     def submit(self, task: Task) -> cf.Future[UnitResult]:
         assert self._pool is not None and self._chain is not None, "start() first"
         try:
-            with _safe_path():  # the pool spawns its workers in submit()
+            with _starting_workers():  # the pool spawns its workers in submit()
                 return self._pool.submit(_run, *self._chain, task)
         except BrokenProcessPool as exc:
             # a worker died since the engine last looked (killed, out of memory): this

@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import ipaddress
 import logging
 import math
 import os
@@ -23,8 +24,15 @@ from curator.tasks import Task
 log = logging.getLogger("curator.executors.ray")
 
 #: A small local Ray, enough for this machine's tests and demos, bound to loopback
-#: (see :func:`_keep_local_ray_on_loopback`).
+#: (see :func:`_keep_local_ray_on_loopback`). ``address="local"``: a run without an
+#: address starts this Ray of its own, always. Ray's default (``None``) would instead
+#: join the cluster named in ``<ray temp dir>/ray_current_cluster``, which ``ray start``
+#: leaves behind: a stale one (its head gone) or a live one made every such run fail
+#: with ``ValueError: When connecting to an existing cluster, object_store_memory must
+#: not be provided`` (issue #29, item 13). To join a cluster, name it
+#: (``execution.ray_address``, ``RAY_ADDRESS``; ``auto`` for the one ``ray start`` made).
 LOCAL_INIT_DEFAULTS: dict[str, Any] = {
+    "address": "local",
     "include_dashboard": False,
     "log_to_driver": False,
     "logging_level": "ERROR",
@@ -100,12 +108,19 @@ def connected_gcs_address() -> str | None:
         return None
 
 
-def same_address(a: str, b: str) -> bool:
-    """Whether two ``host:port`` addresses name the same endpoint (names resolved)."""
+def same_address(a: str, b: str, node_ip: str | None = None) -> bool:
+    """Whether two ``host:port`` addresses name the same endpoint: names resolved, and a
+    loopback host read as this node's IP (``node_ip``, default Ray's), as Ray spells it
+    (a cluster joined at ``127.0.0.1:port`` reports its GCS address as
+    ``<node ip>:port``)."""
     def norm(addr: str) -> tuple[str, str]:
         host, _, port = addr.rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
         with contextlib.suppress(OSError):
-            host = socket.gethostbyname(host or "127.0.0.1")
+            host = socket.gethostbyname(host)
+        with contextlib.suppress(ValueError):  # a name that did not resolve stays as it is
+            if ipaddress.ip_address(host).is_loopback:
+                host = node_ip or ray.util.get_node_ip_address()
         return host, port
 
     return norm(a) == norm(b)
@@ -118,9 +133,12 @@ def _ray_run(chain: WorkerChain, task: Task) -> UnitResult:
 class RayExecutor(Executor):
     """Source partitions as Ray tasks.
 
-    ``address=None`` starts (or reuses) a local Ray; ``"auto"`` or ``"ray://..."``
-    joins an existing cluster. ``workers`` caps the partitions in flight (default:
-    as many as the cluster's CPUs, GPUs and memory hold). A Ray instance this executor
+    ``address=None`` (and no ``RAY_ADDRESS``) starts a local Ray of its own, or uses
+    the one already initialised in this process; it never joins a cluster because
+    ``ray start`` left its address on this machine (:data:`LOCAL_INIT_DEFAULTS`).
+    ``"host:port"``, ``"auto"`` or ``"ray://..."`` joins an existing cluster.
+    ``workers`` caps the partitions in flight (default: as many as the cluster's CPUs,
+    GPUs and memory hold). A Ray instance this executor
     started is kept for the next run (the phases of one step) and shut down by
     :meth:`close`, by an abandoned run, or at exit; one it found running is left alone.
 
@@ -171,14 +189,14 @@ class RayExecutor(Executor):
     def start(self, chain: WorkerChain) -> None:
         self._need = need = self._with_override(chain_resources(chain))
         if not ray.is_initialized():
-            kwargs = dict(self.init_kwargs)
+            kwargs: dict[str, Any] = {"address": self.address, **self.init_kwargs}
             if self.address is None:
                 _keep_local_ray_on_loopback()
-                kwargs = {**LOCAL_INIT_DEFAULTS, **kwargs}
+                kwargs = {**LOCAL_INIT_DEFAULTS, **self.init_kwargs}
                 if self.workers:  # room for ``workers`` units of this run at once
                     kwargs.setdefault("num_cpus", math.ceil(self.workers * need.cpus))
             with outside_the_working_directory():
-                ray.init(address=self.address, ignore_reinit_error=True, **kwargs)
+                ray.init(ignore_reinit_error=True, **kwargs)
             self._owned = True
         else:
             self._refuse_another_cluster()

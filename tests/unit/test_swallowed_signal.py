@@ -4,7 +4,7 @@ The step's signal handler raises where the signal lands; ``logging`` catches eve
 ``Exception`` a handler's ``emit`` raises (it prints "--- Logging error ---"), so a signal
 arriving while the driver logs used to be swallowed and the run went on to exit 0
 (seen once in CI: tests/chaos/test_signals.py, subset, SIGINT). The run base now checks
-between phases and after the last (:meth:`curator.interrupts.StepInterrupts.check`)."""
+between phases and after the last (:meth:`curator.interrupts.Interrupts.check`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from curator.errors import CuratorError
-from curator.interrupts import StepInterrupts
+from curator.interrupts import Interrupts
 from curator.steps.ingest import IngestConfig, run_ingest
 from curator_demo import generate_demo_corpus
 from tests.steps._worlds import KEYS
@@ -45,7 +45,7 @@ def test_check_raises_the_interruption_a_logging_call_swallowed() -> None:
     handler = SignalWhileLogging(signal.SIGINT)
     log.addHandler(handler)
     try:
-        with StepInterrupts() as interrupts:
+        with Interrupts() as interrupts:
             log.warning("a line the signal lands in")  # swallowed: logging prints it
             assert handler.sent and interrupts.received == signal.SIGINT
             with pytest.raises(CuratorError) as err:
