@@ -6,9 +6,11 @@ import copy
 import datetime as dt
 import logging
 import math
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -25,6 +27,7 @@ from curator.policy import (
     write_approved,
     write_candidate,
 )
+from curator.profile import stats
 from curator.signals.registry import IMPL_VERSION, REGISTRY
 
 FINGERPRINT = "sha256:" + "a" * 64
@@ -528,6 +531,161 @@ def test_override_status_only_when_validation_failed(tmp_path: Path) -> None:
     path, _ = _round_trip(tmp_path)
     policy = load_policy(path, allow_unvalidated=True)
     assert policy.status == "approved" and policy.problems == ()
+
+
+# -- a two-signal policy: interval bounds, repeated signals, integral thresholds -------------
+
+def _two_signal_report() -> dict[str, Any]:
+    """A smaller profile report than ``make_report``'s: one max signal with a band, one
+    interval signal."""
+    return {
+        "corpus": {"glob": "in/*.jsonl", "document_count": 100,
+                   "fingerprint": FINGERPRINT},
+        "langpack": {"pack_id": "en-basic", "language_tag": "en", "version": "1",
+                     "content_hash": PACK_HASH},
+        "signals_impl_version": IMPL_VERSION,
+        "profile_digest": PROFILE_DIGEST,
+        "signals": [
+            {"signal": "bullet_ratio", "direction": "max", "units": "ratio",
+             "retention": [{"threshold": t, "retained": 0.9} for t in RATIO],
+             "retention_stable_bands": [
+                 {"threshold_low": RATIO[10], "threshold_high": RATIO[63],
+                  "retained_at_threshold_low": 0.81, "retained_at_threshold_high": 1.0}]},
+            {"signal": "word_count", "direction": "interval", "units": "words",
+             "retention": {"kind": "surface", "min_axis": MIN_AXIS, "max_axis": MAX_AXIS,
+                           "retained": [[1.0] * 3] * 3}},
+        ],
+    }
+
+
+def _promote_two(thresholds: dict[str, Any]) -> dict[str, Any]:
+    doc, _ = promote(build_candidate(_two_signal_report()), thresholds, approver="Ada",
+                     evidence="read the dropped documents", date="2024-05-01")
+    return doc
+
+
+def _bounds_doc(lo: Any, hi: Any) -> dict[str, Any]:
+    """A valid approved policy, then word_count's bounds set by hand."""
+    doc = _promote_two({"bullet_ratio": RATIO[20], "word_count": (50, 5000)})
+    doc["thresholds"] = [t if t["signal"] != "word_count" else
+                         {"signal": "word_count", "min": lo, "max": hi}
+                         for t in doc["thresholds"]]
+    return doc
+
+
+def test_an_interval_with_min_equal_to_max_is_accepted_by_validation_and_promote(
+    tmp_path: Path,
+) -> None:
+    """``min == max`` is one admissible value (``lo <= s <= hi``): validation,
+    loading, ``promote`` and ``curate approve``'s ``--set LO:HI`` all accept it."""
+    doc = _bounds_doc(50, 50)
+    assert validate_policy(doc) == []
+    path = tmp_path / "hand.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    loaded = load_policy(path)
+    assert loaded.status == "approved" and loaded.problems == ()
+    assert loaded.thresholds["word_count"] == (50.0, 50.0)
+
+    promoted = _promote_two(parse_threshold_assignments(["word_count=50:50"]))
+    assert promoted["thresholds"] == [{"signal": "word_count", "min": 50, "max": 50}]
+    assert validate_policy(promoted) == []
+    write_approved(promoted, tmp_path / "approved.yaml")
+    assert load_policy(tmp_path / "approved.yaml").thresholds == {"word_count": (50.0, 50.0)}
+    keep = REGISTRY["word_count"].keep(np.array([49.0, 50.0, 51.0]), 50.0, 50.0)
+    assert keep.tolist() == [False, True, False]
+
+
+def test_an_interval_with_min_above_max_is_refused_by_both(tmp_path: Path) -> None:
+    """The other side of the boundary: ``min > max`` is refused by both paths."""
+    problems = validate_policy(_bounds_doc(51, 50))
+    assert problems == ["thresholds[1] (word_count): min 51 > max 50"]
+    path = tmp_path / "hand.yaml"
+    path.write_text(yaml.safe_dump(_bounds_doc(51, 50), sort_keys=False))
+    with pytest.raises(CuratorError) as loaded:
+        load_policy(path)
+    assert loaded.value.error_id == "policy_invalid"
+    assert loaded.value.details["problems"] == problems
+    with pytest.raises(CuratorError) as promoted:
+        _promote_two({"word_count": (51, 50)})
+    assert promoted.value.error_id == "invalid_threshold"
+
+
+def test_override_keeps_the_first_of_duplicate_thresholds(tmp_path: Path) -> None:
+    """Under allow_unvalidated_policy, the first entry of a repeated signal is the
+    one applied (docs/policy.md: "any repeat of a signal [is] skipped"), at its place in
+    the policy's order; the repeat is recorded in ``problems``."""
+    doc = _promote_two({"bullet_ratio": RATIO[20], "word_count": (50, 5000)})
+    doc["thresholds"] = [
+        {"signal": "bullet_ratio", "max": 0.25},
+        {"signal": "word_count", "min": 50, "max": 5000},
+        {"signal": "bullet_ratio", "max": 0.75},
+    ]
+    path = tmp_path / "dup.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(CuratorError) as refused:
+        load_policy(path)
+    assert "thresholds[2] (bullet_ratio): duplicate signal" in refused.value.details["problems"]
+    policy = load_policy(path, allow_unvalidated=True)
+    assert policy.status == "override_unvalidated"
+    assert list(policy.thresholds.items()) == [("bullet_ratio", (None, 0.25)),
+                                               ("word_count", (50.0, 5000.0))]
+    assert "thresholds[2]: skipped under the override" in policy.problems
+    assert [t for t in policy.resolved()["thresholds"] if t["signal"] == "bullet_ratio"] == [
+        {"signal": "bullet_ratio", "min": None, "max": 0.25}]
+
+
+def test_integral_signals_have_int_thresholds_in_report_candidate_and_policy(
+    tmp_path: Path,
+) -> None:
+    """An integral signal's thresholds are ``int`` (``3``, never ``3.0``): in the
+    report's curve and bands, the interval surface's axes, the candidate YAML and the
+    approved YAML (``--set`` parses ``3`` as a float)."""
+    rng = np.random.default_rng(10)
+    n = 500
+    ones, src = np.ones(n), np.zeros(n, dtype=np.int64)
+    hits = REGISTRY["boilerplate_hits"]
+    block = stats.signal_block(hits, rng.integers(0, 8, n).astype(float), ones, src, ["a"],
+                               scoring_failures=0,
+                               band_search={"min_keep_rate": 0.5, "max_keep_rate": 1.0})
+    assert all(type(p["threshold"]) is int for p in block["retention"])
+    bands = block["retention_stable_bands"]
+    assert [(b["threshold_low"], b["threshold_high"]) for b in bands] == [(3, 20)]
+    assert all(type(b[k]) is int for b in bands for k in ("threshold_low", "threshold_high"))
+    words = REGISTRY["word_count"]
+    surface = stats.signal_block(words, rng.integers(0, 400, n).astype(float), ones, src,
+                                 ["a"], scoring_failures=0)["retention"]
+    for axis in ("min_axis", "max_axis"):
+        assert all(type(t) is int for t in surface[axis])
+    for marginal in ("marginal_min", "marginal_max"):
+        assert all(type(p["threshold"]) is int for p in surface[marginal])
+
+    report = _two_signal_report()
+    report["signals"] = [block, {"signal": "word_count", "direction": "interval",
+                                 "units": "words", "retention": surface}]
+    cand_path = write_candidate(build_candidate(report), tmp_path / "candidate.yaml")
+    text = cand_path.read_text()
+    assert "threshold_low: 3\n" in text and "threshold_high: 20\n" in text
+    assert "    - 13\n" in text and "    - 20000\n" in text  # the word_count axes
+    assert not re.search(r"^ *-? *(threshold_(low|high): )?-?\d+\.0$", text, re.M), text
+    cand = yaml.safe_load(text)
+    assert all(type(t) is int for c in cand["candidates"] for b in c.get("bands", [])
+               for t in (b["threshold_low"], b["threshold_high"]))
+    assert all(type(t) is int for t in cand["candidates"][1]["surface_axes"]["min"])
+
+    chosen = parse_threshold_assignments(["boilerplate_hits=3", "word_count=13:5290"])
+    assert chosen == {"boilerplate_hits": 3.0, "word_count": (13.0, 5290.0)}
+    doc, warnings = promote(cand, chosen, approver="Ada", evidence="read them",
+                            date="2024-05-01")
+    assert not [w for w in warnings if "not_on_grid" in w], warnings
+    write_approved(doc, tmp_path / "approved.yaml")
+    approved = (tmp_path / "approved.yaml").read_text()
+    assert "max: 3\n" in approved
+    assert "min: 13\n" in approved and "max: 5290\n" in approved
+    assert not re.search(r"(min|max): -?\d+\.0$", approved, re.M), approved
+    entries = yaml.safe_load(approved)["thresholds"]
+    assert all(type(e[k]) is int for e in entries for k in ("min", "max") if k in e)
+    # a ratio signal's integral value stays a float
+    assert type(_promote_two({"bullet_ratio": 1.0})["thresholds"][0]["max"]) is float
 
 
 # -- digests and tampering -------------------------------------------------------------------

@@ -176,6 +176,45 @@ def test_block_bands_follow_band_search_and_the_curve():
     assert "retention_stable_bands" not in _block(IVL, s * 60, w, src)
 
 
+def test_a_band_ends_at_its_last_grid_point_inclusive() -> None:
+    """A band's ``threshold_high`` is its last in-range grid point: one that sits
+    exactly on ``max_keep_rate`` (as float arithmetic gives it) is in; the first point
+    beyond is out; a band running to the curve's end ends at the last grid point."""
+    hi = 0.3 * 3  # 0.8999999999999999: the rounded share 0.9 is on it, within the slack
+    curve = [{"threshold": t, "retained": r} for t, r in zip(
+        [0, 2, 4, 6, 8, 10, 12, 14, 16],
+        [0.4, 0.5, 0.7, 0.9, 0.900001, 0.6, 0.8, 0.85, 0.9], strict=True)]
+    assert stats._bands(curve, 0.5, hi) == [
+        {"threshold_low": 2, "threshold_high": 6,
+         "retained_at_threshold_low": 0.5, "retained_at_threshold_high": 0.9},
+        {"threshold_low": 10, "threshold_high": 16,
+         "retained_at_threshold_low": 0.6, "retained_at_threshold_high": 0.9},
+    ]
+    # a band of the whole curve
+    assert stats._bands(curve[:4], 0.3, 0.9) == [
+        {"threshold_low": 0, "threshold_high": 6,
+         "retained_at_threshold_low": 0.4, "retained_at_threshold_high": 0.9}]
+
+
+def test_a_profiled_band_reaching_the_top_of_the_grid_includes_it() -> None:
+    """Through ``signal_block``: every score is at most 0.5, so a max signal keeps
+    everything from 0.5 up; with max_keep_rate 1.0 the band ends at the grid's last point
+    (1.0) with retained 1.0."""
+    spec = REGISTRY["bullet_ratio"]
+    rng = np.random.default_rng(9)
+    s = rng.uniform(0.0, 0.5, 400)
+    block = stats.signal_block(spec, s, np.ones(400), np.zeros(400, dtype=np.int64), ["a"],
+                               scoring_failures=0,
+                               band_search={"min_keep_rate": 0.5, "max_keep_rate": 1.0})
+    grid = [float(t) for t in spec.grid.values()]
+    bands = block["retention_stable_bands"]
+    assert len(bands) == 1
+    inside = [p["threshold"] for p in block["retention"] if 0.5 <= p["retained"] <= 1.0]
+    assert bands[0]["threshold_low"] == inside[0]
+    assert bands[0]["threshold_high"] == grid[-1] == 1.0
+    assert bands[0]["retained_at_threshold_high"] == 1.0
+
+
 def test_retention_suppressed_below_half_scored():
     s, w, src = _data(n=100, nan_share=0.0)
     s[:51] = np.nan
