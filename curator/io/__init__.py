@@ -1,17 +1,14 @@
-"""Reading and writing corpora: partitioning, JSONL and Parquet readers and writers."""
+"""Reading and writing corpora: partitioning, the JSONL reader and writer."""
 
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.readers import JsonlReader, JsonlReaderStage, ParquetReader, ParquetReaderStage
-from curator.io.writers import JsonlWriter, ParquetWriter, write_atomic
+from curator.io.readers import JsonlReader, JsonlReaderStage
+from curator.io.writers import JsonlWriter, write_atomic
 
 __all__ = [
     "FilePartitioningStage",
     "JsonlReader",
     "JsonlReaderStage",
     "JsonlWriter",
-    "ParquetReader",
-    "ParquetReaderStage",
-    "ParquetWriter",
     "resolve_input_files",
     "write_atomic",
 ]

@@ -1,4 +1,4 @@
-"""JSONL and Parquet readers: one source partition in, one document batch out."""
+"""The JSONL reader: one source partition in, one document batch out."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_EXTENSIONS
+from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.reading import read_bytes
 from curator.io.partitioning import FilePartitioningStage, PathSpec
 from curator.stages import CompositeStage, ProcessingStage
@@ -47,23 +45,6 @@ class JsonlReaderStage(ProcessingStage[FileGroupTask, DocumentBatch]):
 
 
 @dataclass
-class ParquetReaderStage(ProcessingStage[FileGroupTask, DocumentBatch]):
-    """Read a partition's Parquet files into one :class:`DocumentBatch`."""
-
-    fields: Sequence[str] | None = None
-    name: str = "parquet_reader"
-
-    def process(self, task: FileGroupTask) -> DocumentBatch:
-        tables = [pq.read_table(path) for path in task.data]
-        table = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
-        return DocumentBatch(
-            dataset_name=task.dataset_name,
-            data=_select(pl.from_arrow(table), self.fields),  # type: ignore[arg-type]
-            _metadata=dict(task._metadata),
-        )
-
-
-@dataclass
 class JsonlReader(CompositeStage[FileGroupTask, DocumentBatch]):
     """Partition JSONL input (``.jsonl/.json/.ndjson``, also ``.gz``/``.zst``) and read it."""
 
@@ -83,27 +64,4 @@ class JsonlReader(CompositeStage[FileGroupTask, DocumentBatch]):
                 file_extensions=self.file_extensions,
             ),
             JsonlReaderStage(fields=self.fields),
-        ]
-
-
-@dataclass
-class ParquetReader(CompositeStage[FileGroupTask, DocumentBatch]):
-    """Partition Parquet input and read it."""
-
-    file_paths: PathSpec = ""
-    files_per_partition: int | None = None
-    blocksize: int | str | None = None
-    fields: Sequence[str] | None = None
-    name: str = "parquet_reader"
-
-    def decompose(self) -> list[ProcessingStage]:
-        return [
-            FilePartitioningStage(
-                file_paths=self.file_paths,
-                files_per_partition=self.files_per_partition,
-                blocksize=self.blocksize,
-                file_extensions=PARQUET_EXTENSIONS,
-                split_files=False,
-            ),
-            ParquetReaderStage(fields=self.fields),
         ]

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import pyarrow.parquet as pq
-
 from curator.stages import ProcessingStage
 from curator.tasks import DocumentBatch, FileGroupTask
 
@@ -132,11 +130,14 @@ def clear_stale_temps(*roots: str | os.PathLike[str]) -> None:
 
 
 @dataclass
-class _FileWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
-    """A sink writing one file per batch, named from its source id, atomically."""
+class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
+    """A sink writing each batch to ``<path>/<stem>.jsonl`` (named from its source id),
+    atomically; a replay overwrites, never appends."""
 
     path: str | os.PathLike[str] = "."
-    extension: str = ""
+    fields: list[str] | None = None
+    extension: str = ".jsonl"
+    name: str = "jsonl_writer"
 
     def __post_init__(self) -> None:
         # Resolved where the pipeline is built: a worker's directory may differ.
@@ -148,7 +149,13 @@ class _FileWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
 
     def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
         """The file's bytes and its row count."""
-        raise NotImplementedError
+        df = task.to_polars()
+        if self.fields is not None:
+            df = df.select(self.fields)
+        buf = io.BytesIO()
+        if df.height:
+            df.write_ndjson(buf)
+        return buf.getvalue(), df.height
 
     def process(self, task: DocumentBatch) -> FileGroupTask:
         target = Path(self.path) / f"{output_stem(task)}{self.extension}"
@@ -161,36 +168,3 @@ class _FileWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
             data=[str(target)],
             _metadata={**task._metadata, "rows": rows},
         )
-
-
-@dataclass
-class JsonlWriter(_FileWriter):
-    """Write each batch to ``<path>/<stem>.jsonl``; a replay overwrites, never appends."""
-
-    fields: list[str] | None = None
-    extension: str = ".jsonl"
-    name: str = "jsonl_writer"
-
-    def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
-        df = task.to_polars()
-        if self.fields is not None:
-            df = df.select(self.fields)
-        buf = io.BytesIO()
-        if df.height:
-            df.write_ndjson(buf)
-        return buf.getvalue(), df.height
-
-
-@dataclass
-class ParquetWriter(_FileWriter):
-    """Write each batch to ``<path>/<stem>.parquet`` atomically."""
-
-    compression: str = "snappy"
-    extension: str = ".parquet"
-    name: str = "parquet_writer"
-
-    def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
-        table = task.to_arrow()
-        buf = io.BytesIO()
-        pq.write_table(table, buf, compression=self.compression)
-        return buf.getvalue(), table.num_rows

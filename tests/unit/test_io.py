@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import zstandard
 
@@ -25,8 +24,6 @@ from curator.io import (
     JsonlReader,
     JsonlReaderStage,
     JsonlWriter,
-    ParquetReader,
-    ParquetWriter,
     write_atomic,
 )
 from curator.io.partitioning import parse_size
@@ -183,18 +180,6 @@ def test_jsonl_reader_fields_selects_and_fills_missing(tmp_path) -> None:
     assert rows_of([task]) == [{"text": "a", "missing": None}, {"text": "b", "missing": None}]
 
 
-def test_parquet_reader(tmp_path) -> None:
-    root = tmp_path / "pq"
-    root.mkdir()
-    pq.write_table(pa.table({"id": [1, 2], "text": ["a", "b"]}), root / "a.parquet")
-    pq.write_table(pa.table({"id": [3], "text": ["c"]}), root / "b.parquet")
-    (root / "c.jsonl").write_text('{"id": 9}\n')  # not a parquet file: not read
-    result = Pipeline("read", [ParquetReader(file_paths=str(root), files_per_partition=2)]).run()
-    [task] = result.tasks
-    assert task.num_items == 3
-    assert sorted(r["id"] for r in rows_of([task])) == [1, 2, 3]
-
-
 # -- writers ----------------------------------------------------------------------------
 
 def _corpus(root: Path) -> Path:
@@ -210,32 +195,26 @@ def _listing(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
 
 
-@pytest.mark.parametrize("writer", [JsonlWriter, ParquetWriter])
-def test_writers_are_atomic_and_idempotent(tmp_path, writer) -> None:
+def test_the_writer_is_atomic_and_idempotent(tmp_path) -> None:
     src, out = _corpus(tmp_path / "in"), tmp_path / "out"
-    ext = ".jsonl" if writer is JsonlWriter else ".parquet"
 
     def go():
-        return Pipeline("w", [JsonlReader(file_paths=str(src)), writer(path=str(out))]).run()
+        return Pipeline("w", [JsonlReader(file_paths=str(src)), JsonlWriter(path=str(out))]).run()
 
     first = go()
     files = _listing(out)
-    assert sorted(files) == sorted(f"{t.source_id}{ext}" for t in first.tasks)
+    assert sorted(files) == sorted(f"{t.source_id}.jsonl" for t in first.tasks)
     assert not [n for n in files if n.startswith(".")]  # no temp file left
-    assert first.stats[f"{writer.name}.rows_written"] == 12
+    assert first.stats["jsonl_writer.rows_written"] == 12
     assert [t.data for t in first.tasks] == [[str(out / n)] for n in
-                                              (f"{t.source_id}{ext}" for t in first.tasks)]
+                                              (f"{t.source_id}.jsonl" for t in first.tasks)]
     # a crash left a stale hidden temp beside one output
     stale = out / f".{sorted(files)[0]}.tmp-99999"
     stale.write_bytes(b"half written")
     go()
     assert _listing(out) == files  # overwritten with identical bytes, stale temp gone
     assert not stale.exists()
-    read_back = (
-        [json.loads(line) for n in files for line in (out / n).read_text().splitlines()]
-        if writer is JsonlWriter
-        else [r for n in files for r in pq.read_table(out / n).to_pylist()]
-    )
+    read_back = [json.loads(line) for n in files for line in (out / n).read_text().splitlines()]
     assert sorted(r["id"] for r in read_back) == [0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23]
 
 
@@ -314,8 +293,6 @@ def test_hostile_deterministic_id_writes_inside_the_output_dir(tmp_path) -> None
 
 def test_writer_paths_are_resolved_where_the_pipeline_is_built(tmp_path, monkeypatch) -> None:
     """A worker may run in another directory (a Ray worker joined by address)."""
-    from curator.io import JsonlWriter, ParquetWriter
-
     monkeypatch.chdir(tmp_path)
     assert JsonlWriter(path="out").path == str(tmp_path / "out")
-    assert ParquetWriter(path="./pq").path == str(tmp_path / "pq")
+    assert JsonlWriter(path="./sub/../jl").path == str(tmp_path / "jl")
