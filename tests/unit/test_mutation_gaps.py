@@ -6,75 +6,19 @@ cannot have otherwise.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from curator.corpus.langid import FastTextLangId
-from curator.filter.gates import GatePlan, LanguageGate, decide
 from curator.io.writers import JsonlWriter, atomic_file, clear_stale_temps
 from curator.pipeline import Pipeline
-from curator.steps.filter import FilterConfig, run_filter
-from tests.ingest._support import read_jsonl, write_records
 from tests.unit._support import (
     Emit,
 )
-
-# -- gap 8: a language score exactly at min_langid_score ---------------------------------------
-
-_DIGITS = "12345 67890"  # labelled en by lid.176 with a low confidence
-_PROSE = ("The city council met on Tuesday evening to discuss the new budget for the public "
-          "library, and the mayor promised to review the proposal.")
-
-
-def _digits_score() -> float:
-    model = FastTextLangId.open(None, 500)
-    labels, conf = model.predict([_DIGITS])
-    assert labels == ["en"] and 0.05 < conf[0] < 0.3
-    return float(conf[0])
-
-
-def test_a_language_score_exactly_at_the_floor_is_kept() -> None:
-    """Gap 8: the gate keeps a confidence of *at least* ``min_langid_score`` (docs/filter.md,
-    docs/langid.md: ``score >= 0.3``): a score equal to the floor passes, one ulp more
-    fails."""
-    model = FastTextLangId.open(None, 500)
-    score = _digits_score()
-    texts = [_DIGITS, _PROSE]
-    at = decide(GatePlan(language=LanguageGate(("EN",), score)), texts, model, lambda t, n: {})
-    assert at.kept.tolist() == [True, True] and at.first_gate == [None, None]
-    assert float(at.scores["language"][0]) == score
-    above = float(np.nextafter(score, 1.0))
-    over = decide(GatePlan(language=LanguageGate(("EN",), above)), texts, model,
-                  lambda t, n: {})
-    assert over.kept.tolist() == [False, True] and over.first_gate == ["language", None]
-
-
-def test_the_filter_step_keeps_a_document_scored_exactly_at_min_langid_score(
-    tmp_path: Path,
-) -> None:
-    """Gap 8 through ``curate filter``: the configured floor equal to the document's score
-    keeps it; one ulp above removes it, attributed to the language gate."""
-    score = _digits_score()
-    inp = tmp_path / "in" / "part_0.jsonl"
-    write_records(inp, [{"id": "digits", "text": _DIGITS}, {"id": "prose", "text": _PROSE}])
-    for floor, kept in ((score, ["digits", "prose"]), (float(np.nextafter(score, 1.0)),
-                                                       ["prose"])):
-        out = tmp_path / f"out-{len(kept)}"
-        run_filter(FilterConfig(input_glob=str(inp.parent), output_dir=str(out), id_field="id",
-                                language_codes=["EN"],
-                                quality_filters={"min_langid_score": floor}))
-        assert [r["id"] for r in read_jsonl(out / "part_0.jsonl")] == kept
-        ledger = json.loads((out / "curation_ledger.json").read_text())
-        assert ledger["filtered_by_reason"] == ({} if len(kept) == 2 else {"language": 1})
-        assert ledger["balanced"] is True
-
 
 # -- gap 11: another host's files on a shared filesystem ----------------------------------------
 
