@@ -48,6 +48,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
+## Regenerate deployments/prefect.yaml from the step registry (deployments/catalog.py).
+.PHONY: deployments
+deployments: $(STAMP)
+	$(BIN)/python -m deployments.generate
+
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache
 

@@ -11,8 +11,9 @@ checkout. Stop it with Ctrl-C (or SIGTERM, twice if a run is in flight). Trigger
     prefect deployment run curate-ingest/serve --watch
     prefect deployment run curate-filter/serve -p config=examples/demo/filter.yaml --watch
 
-Parameters and the nightly schedule are those of ``prefect.yaml``; the nightly ingest
-is served paused unless ``--nightly`` is given. ``CURATE_EXECUTION__EXECUTOR=ray`` (and
+Parameters and the nightly schedule are those of ``prefect.yaml``: both come from
+``deployments/catalog.py`` (the step registry's deployments); the nightly ingest is served
+paused unless ``--nightly`` is given. ``CURATE_EXECUTION__EXECUTOR=ray`` (and
 ``CURATE_EXECUTION__RAY_ADDRESS``) in this process's environment make Ray the executor
 for configs that name none: runs inherit the runner's environment. ``--ray-runner``
 serves the flows on prefect-ray's ``RayTaskRunner`` instead (``flows.ray_runner``,
@@ -23,6 +24,7 @@ for the whole flow; see deployments/README.md, "Ray through prefect-ray").
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -30,23 +32,20 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "serve"
-NIGHTLY_CRON = "0 2 * * *"  # as prefect.yaml's curate-ingest/nightly
 
 
-def _flows(ray_runner: bool = False) -> dict[str, Any]:
-    """``curate-flow`` and every registered step's flow, by flow name (with
-    ``ray_runner``: those of ``flows.ray_runner``, on prefect-ray's RayTaskRunner)."""
-    if ray_runner:
-        from flows.ray_runner import RAY_STEP_FLOWS
-        from flows.ray_runner import curate_flow as ray_curate_flow
+def _load(entrypoint: str) -> Any:
+    """The flow at a module entrypoint (``flows.steps:ingest_flow``)."""
+    module, _, attr = entrypoint.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
-        return {"curate-flow": ray_curate_flow,
-                **{f"curate-{key}": fl for key, fl in RAY_STEP_FLOWS.items()}}
-    from flows.pipeline_flow import curate_flow
-    from flows.steps import STEP_FLOWS
 
-    return {"curate-flow": curate_flow,
-            **{f"curate-{key}": fl for key, fl in STEP_FLOWS.items()}}
+def _served() -> list[Any]:
+    """The catalog's deployments this serves: each step's and the whole flow's ``demo``
+    and the scheduled ones (deployments/catalog.py, as ``prefect.yaml``)."""
+    from deployments.catalog import deployments
+
+    return [d for d in deployments() if d.served]
 
 
 def build_deployments(only: list[str] | None = None, nightly: bool = False,
@@ -59,37 +58,38 @@ def build_deployments(only: list[str] | None = None, nightly: bool = False,
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
+    from deployments.catalog import FLOW, RAY_OVERRIDES
+
     out = []
-    for flow_name, fl in _flows(ray_runner).items():
-        if (only and flow_name not in only) or (not only and flow_name == "curate-flow"):
+    for dep in _served():
+        if (only and dep.flow_name not in only) or (not only and dep.flow_name == FLOW):
             continue
-        params: dict[str, Any] = {"config": demo_config(flow_name)}
-        if flow_name == "curate-flow":
-            params["plan"] = False
-        if flow_name != "curate-flow" or ray_runner:
-            params["overrides"] = ["execution.executor=ray"] if ray_runner else []
         if ray_runner:
-            out.append(fl.to_deployment(name=f"{NAME}-ray", parameters=params,
-                                        tags=["curate", "served", "ray", "prefect-ray"],
-                                        entrypoint_type=EntrypointType.MODULE_PATH))
+            if dep.cron:
+                continue
+            attr = dep.entrypoint.partition(":")[2]
+            out.append(_load(f"flows.ray_runner:{attr}").to_deployment(
+                name=f"{NAME}-ray", parameters={**dep.parameters, "overrides": list(RAY_OVERRIDES)},
+                tags=["curate", "served", "ray", "prefect-ray"],
+                entrypoint_type=EntrypointType.MODULE_PATH))
             continue
         # a module entrypoint (`flows.steps:ingest_flow`): each run imports it, whatever
         # its working directory
-        common: dict[str, Any] = {"parameters": params, "tags": ["curate", "served"],
+        common: dict[str, Any] = {"parameters": dict(dep.parameters),
+                                  "tags": ["curate", "served"],
                                   "entrypoint_type": EntrypointType.MODULE_PATH}
-        out.append(fl.to_deployment(name=NAME, **common))
-        if flow_name == "curate-ingest":
-            out.append(fl.to_deployment(
-                name=f"nightly-{NAME}", **common,
-                schedules=[Cron(NIGHTLY_CRON, timezone="UTC", active=nightly)],
-                description="Nightly incremental ingest (the checkpoint skips parsed files)."))
+        if dep.cron:
+            common.update(schedules=[Cron(dep.cron, timezone="UTC", active=nightly)],
+                          description=dep.description)
+        out.append(_load(dep.entrypoint).to_deployment(
+            name=NAME if dep.name == "demo" else f"{dep.name}-{NAME}", **common))
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", action="append", choices=sorted(_flow_names()),
-                        help="serve this flow (repeatable); default: the three step flows")
+    parser.add_argument("--only", action="append", choices=_flow_names(),
+                        help="serve this flow (repeatable); default: every step's flow")
     parser.add_argument("--nightly", action="store_true",
                         help="serve the nightly ingest schedule active (default: paused)")
     parser.add_argument("--ray-runner", action="store_true",
@@ -105,17 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     serve(*build_deployments(args.only, args.nightly, args.ray_runner), limit=args.limit)
 
 
-def demo_config(flow_name: str) -> str:
-    """The demo config a deployment of ``flow_name`` runs with (``examples/demo/``)."""
-    if flow_name == "curate-flow":
-        return "examples/demo/flow-measure.yaml"
-    return f"examples/demo/{flow_name.removeprefix('curate-')}.yaml"
-
-
-def _flow_names() -> tuple[str, ...]:
-    from curator.steps.registry import STEPS
-
-    return ("curate-flow", *(spec.flow_name for spec in STEPS))
+def _flow_names() -> list[str]:
+    return sorted({dep.flow_name for dep in _served()})
 
 
 if __name__ == "__main__":
