@@ -150,8 +150,9 @@ def render(report: dict[str, Any]) -> Rendering:
         f"{p['shingle_size']}, threshold {p['threshold']}",
         f"- training documents: {r['train_documents_in']} in, "
         f"{r['train_documents_removed']} removed, {r['train_documents_out']} out",
-        f"- removed by rule: identity {rules.get('identity', 0)}, jaccard "
-        f"{rules.get('jaccard', 0)}, containment {rules.get('containment', 0)}",
+        f"- rules matched: identity {rules.get('identity', 0)}, jaccard "
+        f"{rules.get('jaccard', 0)}, containment {rules.get('containment', 0)} (a removed "
+        "document may match several rules: these do not add up to the removed count)",
         f"- candidate pairs {sim['candidate_pairs']}, verified {sim['verified_duplicates']}, "
         f"unverifiable {sim['unverifiable_pairs']}",
         f"- holdout: {report['splits']['holdout'].get('documents')} documents, modified: "
@@ -166,7 +167,7 @@ def render(report: dict[str, Any]) -> Rendering:
     pairs = [{k: x[k] for k in ("train_id", "holdout_id", "reason", "similarity",
                                 "containment")} for x in sim["removed_pairs"][:50]]
     summary = (f"decontamination: {r['train_documents_removed']} of {r['train_documents_in']} "
-               f"training documents removed (identity {rules.get('identity', 0)}, jaccard "
-               f"{rules.get('jaccard', 0)}, containment {rules.get('containment', 0)}); "
-               f"{r['train_documents_out']} kept")
+               f"training documents removed; {r['train_documents_out']} kept (rules matched: "
+               f"identity {rules.get('identity', 0)}, jaccard {rules.get('jaccard', 0)}, "
+               f"containment {rules.get('containment', 0)}; a document may match several)")
     return Rendering("\n".join(lines) + "\n", {"result": table, "removed": pairs}, summary)

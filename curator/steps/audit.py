@@ -224,8 +224,9 @@ class AuditRun(StepRun):
             found = resolve_input_files(spec, JSONL_EXTENSIONS)
         except CuratorError as exc:
             raise CuratorError(f"{key}_no_matches", exc.message) from exc
-        return [f for f in found if Path(f).name not in SIDECARS
-                and not Path(f).name.startswith(".") and not self.inside_output(f)]
+        found = [f for f in found if Path(f).name not in SIDECARS
+                 and not Path(f).name.startswith(".")]
+        return self.outside_output(found, key, spec)
 
     def _objects(self, pattern: str, key: str) -> list[str]:
         """The objects a URL glob matches (none is fine); the store's errors are

@@ -362,6 +362,24 @@ class StepRun:
         return storage.within(path, self.out) or bool(
             self.output_url and storage.within(path, self.output_url))
 
+    def outside_output(self, found: list[str], key: str, spec: Any) -> list[str]:
+        """The input files ``key`` (``spec``) matched that are not in this run's output;
+        ``output_overlaps_input`` when it matched files and all of them are there (the
+        output would be the input: never "matches no files" while the files exist)."""
+        kept = [f for f in found if not self.inside_output(f)]
+        if found and not kept:
+            where = self.output_url or str(self.out)
+            here = self.out.resolve()
+            what = ("is the input directory" if any(
+                not storage.is_remote(f) and Path(f).resolve().parent == here for f in found)
+                    else "contains the input")
+            raise CuratorError(
+                "output_overlaps_input",
+                f"output_dir {where} {what}: every file {key} {spec!r} matches ({len(found)}) "
+                "lies in it, and a step never reads its own output; choose an output_dir "
+                "outside the input", output_dir=where, key=key)
+        return kept
+
     def config_hash(self) -> str:
         """Digest of what determines the result (execution settings excluded)."""
         body: dict[str, Any] = {"config": self.config.model_dump(mode="json",

@@ -311,10 +311,14 @@ class DecontaminationRun(StepRun):
 
     # -- refusals ----------------------------------------------------------------------
     def _resolve(self, spec: Any, key: str) -> list[str]:
-        found = resolve_input_files(spec, JSONL_EXTENSIONS) if spec else []
-        found = [f for f in found if not self.inside_output(f)
-                 and not storage.within(f, self.work)
-                 and not f.lower().endswith(PARQUET_NAMES)]
+        try:
+            found = resolve_input_files(spec, JSONL_EXTENSIONS) if spec else []
+        except CuratorError as exc:  # a path named outright that does not exist
+            if exc.error_id != "input_matched_no_files":
+                raise
+            raise CuratorError(f"{key}_no_matches", f"{key}: {exc.message}") from exc
+        found = self.outside_output([f for f in found if not f.lower().endswith(PARQUET_NAMES)],
+                                    key, spec)
         if not found:
             raise CuratorError(f"{key}_no_matches", f"{key} {spec!r} matches no JSONL files")
         return found
@@ -387,7 +391,10 @@ class DecontaminationRun(StepRun):
                 "identity_key_spaces_disjoint",
                 f"the training documents are keyed by {sorted(fields)}, the holdout's by "
                 f"{sorted(self.holdout_key_fields)}: no identity can match (give both splits "
-                "the same URL or id field, set prefer_id_field, or shared_id_space: true)")
+                "the same URL or id field, or set prefer_id_field: true"
+                + ("" if cfg.shared_id_space else
+                   ", with shared_id_space: true (it is false: ids never match across splits)")
+                + ")")
 
     # -- artifacts ---------------------------------------------------------------------
     def _shard(self, index: int) -> dict[str, Any] | None:

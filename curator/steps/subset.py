@@ -230,8 +230,8 @@ class SubsetRun(StepRun):
         if cfg.tokenizer is not None:
             self.tok = identify(cfg.tokenizer.name, cfg.tokenizer.revision)
         found = resolve_input_files(cfg.input_glob, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
-        found = [f for f in found if not self.inside_output(f)
-                 and Path(f).name not in SIDECARS]
+        found = self.outside_output([f for f in found if Path(f).name not in SIDECARS],
+                                    "input_glob", cfg.input_glob)
         if not found:
             raise CuratorError("input_glob_no_matches",
                                f"input_glob {cfg.input_glob!r} matches no files")
