@@ -1,8 +1,5 @@
-"""Tests for gaps found by mutating the code: each fails under a change that left the rest
-of the suite green. Real components throughout: real files, real LMDB files, the bundled
-language model; the only stand-in is a second host's name (gap 11), which one machine
-cannot have otherwise.
-"""
+"""Temp files beside outputs: named by host and pid; a stale one is removed only when it is
+this host's and its writer is dead (an output directory may be shared by several hosts)."""
 
 from __future__ import annotations
 
@@ -16,11 +13,7 @@ import pytest
 
 from curator.io.writers import JsonlWriter, atomic_file, clear_stale_temps
 from curator.pipeline import Pipeline
-from tests.unit._support import (
-    Emit,
-)
-
-# -- gap 11: another host's files on a shared filesystem ----------------------------------------
+from tests.unit._support import Emit
 
 
 def _dead_pid() -> int:
@@ -39,7 +32,7 @@ def _this_host() -> str:
 
 
 def test_a_temp_file_names_its_host_and_pid(tmp_path: Path) -> None:
-    """Gap 11: the temp name carries the host, so a pid is never read on the wrong host."""
+    """The temp name carries the host, so a pid is never read on the wrong host."""
     target = tmp_path / "out" / "part_0.jsonl"
     with atomic_file(target) as f:
         f.write(b"x\n")
@@ -49,7 +42,7 @@ def test_a_temp_file_names_its_host_and_pid(tmp_path: Path) -> None:
 
 
 def test_stale_temp_cleanup_judges_only_this_hosts_pids(tmp_path: Path) -> None:
-    """Gap 11: an output directory several hosts share (a network filesystem). A temp file
+    """An output directory several hosts share (a network filesystem). A temp file
     of pid N on another host must not be judged by this host's pid N: it may be a live
     writer there. Only this host's temps of dead writers are removed."""
     dead, me, host = _dead_pid(), os.getpid(), _this_host()
@@ -74,5 +67,3 @@ def test_stale_temp_cleanup_judges_only_this_hosts_pids(tmp_path: Path) -> None:
     assert not (out / f".a.jsonl.tmp-{host}-{dead}").exists()
     assert (out / f".d.jsonl.tmp-node-7.cluster-{dead}").exists()
     assert (out / "0.jsonl").exists()
-
-
