@@ -403,8 +403,10 @@ def checkpoint_show(
         completed, _stats = result
         writers.append({"file": file.name, "completed": len(completed)})
         union |= completed
-    report = {"checkpoint": str(path), "completed_sources": len(union), "writers": writers,
-              "damaged": damaged}
+    from curator.models import CheckpointSummary, build
+
+    report = build(CheckpointSummary, {"checkpoint": str(path), "completed_sources": len(union),
+                                       "writers": writers, "damaged": damaged})
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return

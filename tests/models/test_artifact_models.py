@@ -136,3 +136,21 @@ def test_the_models_import_no_step_and_neither_prefect_nor_ray() -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
+
+
+def test_the_checkpoint_summary_is_its_model(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from curator.checkpoint import METADATA_DIRNAME
+    from curator.models import CheckpointSummary
+    from flows.cli import app
+
+    (tmp_path / METADATA_DIRNAME).mkdir()
+    (tmp_path / METADATA_DIRNAME / "w.mdb").write_bytes(b"not lmdb")
+    result = CliRunner().invoke(app, ["checkpoint", "show", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = models.load(CheckpointSummary, result.output, "stdout")
+    assert summary.completed_sources == 0 and summary.writers == []
+    assert [d.file for d in summary.damaged] == ["w.mdb"]
+    schema = json.loads((SCHEMAS / "checkpoint_summary.schema.json").read_text("utf-8"))
+    jsonschema.validate(json.loads(result.output), schema)
