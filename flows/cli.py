@@ -135,7 +135,7 @@ def _step_command(spec: StepSpec) -> Callable[..., None]:
 
     def command(config: StepConfigOpt = None, set_: SetOpt = None) -> None:
         from flows.direct import run_step, use_prefect
-        from flows.terminal import progress_bars
+        from flows.terminal import progress_bars, warning_lines
 
         _quiet_user_errors()
         try:
@@ -151,6 +151,8 @@ def _step_command(spec: StepSpec) -> Callable[..., None]:
             fail(exc)
             return
         typer.echo(spec.rendered(report).summary)
+        for line in warning_lines(report):  # what a person must see, not only the JSON
+            typer.echo(f"warning: {line}", err=True)
 
     command.__doc__ = spec.help
     command.__name__ = spec.command_name.replace("-", "_")

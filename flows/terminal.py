@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.progress import (
     BarColumn,
@@ -52,3 +53,23 @@ def progress_bars(steps: Iterable[StepSpec]) -> Iterator[Progress]:
             yield bars
     finally:
         remove()
+
+
+def warning_lines(report: Any) -> list[str]:
+    """The warnings a step's report lists (``warnings``: ``{id, message}`` records or
+    strings), one line each (``[id] message``), for the command line after the summary:
+    what is only in the JSON is never seen (``token_shortfall``, ``starved_strata``,
+    ``holdout_lines_skipped``, ``everything_removed``, ...)."""
+    if not isinstance(report, dict) and callable(getattr(report, "dump", None)):
+        report = report.dump()  # a report's model (curator.models)
+    found = report.get("warnings") if isinstance(report, dict) else None
+    lines: list[str] = []
+    for w in found if isinstance(found, list) else []:
+        if isinstance(w, dict):
+            wid, message = w.get("id"), w.get("message")
+            text = str(message) if message is not None else ", ".join(
+                f"{k}={v}" for k, v in w.items() if k != "id")
+            lines.append(f"[{wid}] {text}" if wid else text)
+        elif w is not None:
+            lines.append(str(w))
+    return lines

@@ -295,6 +295,11 @@ class DecontaminationRun(StepRun):
             self.warnings.append({"id": "unverifiable_pairs", "message":
                                   f"{unverifiable} pairs matched by identity could not be "
                                   "verified: a document is shorter than one shingle"})
+        n_in = sum(int(s["counts"].get("documents", 0)) for s in self.scans)
+        if n_in and n_in == sum(int(s["counts"].get("removed", 0)) for s in self.scans):
+            self.warnings.append({"id": "everything_removed", "message":
+                                  f"every training document ({n_in}) overlaps the holdout and "
+                                  "was removed: is the holdout the training corpus itself?"})
 
     def output_dirs(self) -> list[Path]:
         return [self.out, self.removed_dir]
@@ -371,6 +376,12 @@ class DecontaminationRun(StepRun):
                                         ("missing_text", "text_not_a_string", "empty_text")),
             "modified": False,
         }
+        if skipped:  # a person must see it: overlap with a skipped line is never found
+            why = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+            self.warnings.append({"id": "holdout_lines_skipped", "message":
+                                  f"{sum(skipped.values())} holdout lines were skipped ({why}): "
+                                  "a training document that overlaps one of them is not "
+                                  "removed; fix the holdout file"})
 
     def _check_key_spaces(self) -> None:
         """Refuse when no training key field can meet a holdout key field (read from the
