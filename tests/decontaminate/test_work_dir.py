@@ -10,7 +10,7 @@ import pytest
 
 from curator.errors import CuratorError
 from curator.steps.base import StepRun
-from tests.decontaminate.test_errors import rows
+from tests.decontaminate.test_decontamination_errors import rows
 
 
 def test_work_files_live_in_work_dir_and_a_run_resumes_from_there(
