@@ -80,3 +80,48 @@ def test_a_manifest_of_the_wrong_shape_is_a_finding(tmp_path: Path, manifest: di
     assert not report["passed"]
     assert any(f"run_manifest.json: {field}: " in m
                for m in _messages(report, "manifest_unreadable")), report["findings"]
+
+
+def _decontamination_report(tmp: Path, **change: Any) -> Path:
+    out, train = tmp / "out", tmp / "train.jsonl"
+    out.mkdir()
+    train.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    report = {"schema_version": 1, "producer": {"completed_at": "2026-01-01T00:00:00Z"},
+              "paths": {"output_dir": str(out), "removed_dir": str(out / "removed"),
+                        "id_field": "id", "text_field": "text", "train_files": [str(train)],
+                        "holdout_files": []},
+              "result": {"train_documents_in": 3}, **change}
+    path = out / "decontamination_report.json"
+    path.write_text(json.dumps(report))
+    return path
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"result": "17 removed"}, "result"), ({"splits": {"holdout": []}}, "splits.holdout"),
+    ({"output": {"shards": 5}}, "output.shards"), ({"paths": {"train_files": "x"}},
+                                                   "paths.train_files")])
+def test_a_decontamination_report_of_the_wrong_shape_is_a_finding(
+        tmp_path: Path, change: dict[str, Any], field: str) -> None:
+    from curator.audit.decontamination import check_decontamination
+
+    block, findings = check_decontamination(_decontamination_report(tmp_path, **change))
+    assert block is None
+    assert [f["name"] for f in findings] == ["decontamination_report_unreadable"]
+    assert f"decontamination_report.json: {field}: " in findings[0]["message"]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"tiers": 5}, "tiers"), ({"tiers": [{"budget": "10"}]}, "tiers[0].budget"),
+    ({"tokenizer": "cl100k_base"}, "tokenizer"), ({"producer": []}, "producer")])
+def test_a_subset_report_of_the_wrong_shape_is_a_finding(
+        tmp_path: Path, change: dict[str, Any], field: str) -> None:
+    from curator.audit.subset import check_subset
+
+    path = tmp_path / "subset_report.json"
+    path.write_text(json.dumps({"schema_version": 1, "unit": "words", "tiers": [],
+                                "producer": {"completed_at": "2026-01-01T00:00:00Z"},
+                                **change}))
+    block, findings = check_subset(path)
+    assert block is None
+    assert [f["name"] for f in findings] == ["subset_report_unreadable"]
+    assert f"subset_report.json: {field}: " in findings[0]["message"]
