@@ -22,16 +22,6 @@ ZSTD_SUFFIX = ".zst"
 COMPRESSED_SUFFIXES = (GZIP_SUFFIX, ZSTD_SUFFIX)
 
 
-#: Report files the steps write beside corpora (``ingest_report.json``, ...): never
-#: read as corpus input, though their extension is a JSONL one.
-SIDECARS = frozenset(
-    f"{name}.json"
-    for name in (
-        "audit_report", "curation_ledger", "decontamination_report", "flow_plan",
-        "flow_report", "ingest_report", "plan", "profile_report", "run_manifest",
-        "sample_manifest", "subset_report", "token_counts",
-    )
-)
 
 
 def with_compression(extensions: Sequence[str]) -> tuple[str, ...]:

@@ -56,9 +56,8 @@ class Approve(ConfigBlock):
 
     from_: str | None = Field(None, alias="from")
     thresholds: dict[str, float | list[float]] | list[dict[str, Any]] = Field(
-        default_factory=dict)
-    """``{signal: value | [lo, hi]}``, or the approved policy's own list form
-    ``[{signal, min, max}]`` (docs/flow.md)"""
+        default_factory=dict, description="``{signal: value | [lo, hi]}``, or the approved "
+        "policy's own list form ``[{signal, min, max}]`` (docs/flow.md)")
     approver: str = ""
     evidence: str = ""
     method: str = "manual"
@@ -114,6 +113,11 @@ class FlowPlan:
 
     def step(self, key: str) -> StepPlan:
         return next(s for s in self.steps if s.key == key)
+
+    def locate(self, port: str) -> Any:
+        """Where the port ``port`` is, as the last step that provides it places it."""
+        found = offers([(s.spec, s.config, s.enabled) for s in self.steps])
+        return next((o.value for o in reversed(found) if o.port.name == port), None)
 
     def to_json(self, dry_run: bool) -> dict[str, Any]:
         """``flow_plan.json`` (:class:`curator.models.FlowPlanFile`)."""

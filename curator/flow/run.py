@@ -101,7 +101,7 @@ def _approve(fplan: FlowPlan, report: FlowReport, hooks: FlowHooks, logger: Any)
     if approve.interactive:
         logger.info("waiting for approval: submit thresholds, approver and evidence for %s "
                     "(timeout %d s)", candidate, approve.timeout_seconds)
-        summary = Path(fplan.artifacts["profile"]) / "profile_summary.md"
+        summary = Path(str(fplan.locate("summary")))
         if summary.is_file():
             hooks.show("approval-request", summary.read_text(encoding="utf-8"),
                        "curate flow: read this, then approve")

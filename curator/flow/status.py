@@ -33,7 +33,7 @@ from curator.flow.plan import MARKER
 from curator.locking import LOCK_NAME
 from curator.models import FlowPlanFile, FlowReportFile, PlannedStep
 from curator.steps.registry import STEPS
-from curator.steps.spec import StepSpec
+from curator.steps.spec import StepSpec, offers_at_root
 
 _M = TypeVar("_M", bound=models.ArtifactModel)
 
@@ -289,13 +289,19 @@ def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
         result.next_commands.append(rerun)
         return
     artifacts = (plan.artifacts if plan else None) or {}
+    # the candidate and its summary: where the step that provides them put them
+    configs = {p.key: p.config or {} for p in (plan.steps or [])} if plan else {}
+    found = {o.port.name: o for o in offers_at_root(root, None, configs)}
+    offered = found.get("candidates")
     candidates = Path(str(artifacts.get("candidates")
-                          or root / "profile" / "candidate_policies.yaml"))
+                          or (offered.value if offered else root / "candidate_policies.yaml")))
+    summary = found["summary"].value if "summary" in found else candidates.parent
     policy = Path(str(artifacts.get("approved_policy")
                       or root / "policy" / "approved_policy.yaml"))
     appliers = [spec for spec in STEPS if spec.applies_policy]
     policy_step = steps[appliers[0].key] if appliers else None
-    profiled = "profile" in steps and steps["profile"].state == "finished"
+    profiled = offered is not None and offered.step in steps \
+        and steps[offered.step].state == "finished"
     flow_error = report.error if report is not None else None
     error_id = flow_error.error_id if flow_error is not None else None
     if profiled and candidates.is_file() and not policy.is_file() and policy_step is not None \
@@ -304,7 +310,6 @@ def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
         if result.run_unfinished and policy_step.enabled:
             result.notes.append("if the flow runs with approve.interactive, it is paused: "
                                 "submit the form of its paused run in the Prefect UI")
-        summary = root / "profile" / "profile_summary.md"
         result.notes.append(f"approval pending: read {summary}, then choose thresholds")
         result.next_commands.append(
             f"curate approve --candidate {candidates} --out {policy} --approver NAME "

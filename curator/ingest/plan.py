@@ -11,7 +11,6 @@ from pathlib import Path
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
-    SIDECARS,
     file_format,
     is_compressed,
 )
@@ -29,7 +28,8 @@ class InputPlan:
     skipped_own_output: list[str]
 
 
-def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path | str) -> InputPlan:
+def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path | str,
+                   sidecars: frozenset[str] = frozenset()) -> InputPlan:
     """Resolve ``input``; skip sidecars and files under ``output_dir``; check formats."""
     found = resolve_input_files(spec, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
     out = (str(output_dir).rstrip("/") + "/" if storage.is_remote(output_dir)  # a URL
@@ -38,7 +38,7 @@ def resolve_inputs(spec: str | list[str], fmt: str, output_dir: Path | str) -> I
     own = [p for p in found
            if (p if storage.is_remote(p) else os.path.realpath(p)).startswith(out)]
     skipped = set(own)
-    files = [p for p in found if p not in skipped and Path(p).name not in SIDECARS]
+    files = [p for p in found if p not in skipped and Path(p).name not in sidecars]
     if not files:
         raise CuratorError(
             "input_matched_no_files",

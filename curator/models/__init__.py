@@ -45,13 +45,6 @@ M = TypeVar("M", bound=ArtifactModel)
 
 ARTIFACT_INVALID = "artifact_invalid"
 
-#: the model of each completion artifact, by the step key whose artifact it is (a step
-#: not listed here is read as a plain :class:`CompletionArtifact`)
-COMPLETION_MODELS: dict[str, type[CompletionArtifact]] = {
-    "ingest": IngestReport, "profile": ProfileReport, "filter": RunManifest,
-    "audit": AuditReport, "decontamination": DecontaminationReport, "subset": SubsetReport,
-}
-
 #: every artifact file the project writes, by its (default) file name: the model that
 #: reads it (and whose JSON Schema is in docs/schemas/)
 MODEL_BY_NAME: dict[str, type[ArtifactModel]] = {
@@ -68,11 +61,6 @@ MODEL_BY_NAME: dict[str, type[ArtifactModel]] = {
     ".curate_flow_step.json": StepMarker,
     "checkpoint_summary.json": CheckpointSummary,
 }
-
-
-def completion_model(step_key: str) -> type[CompletionArtifact]:
-    """The model of ``step_key``'s completion artifact."""
-    return COMPLETION_MODELS.get(step_key, CompletionArtifact)
 
 
 def _field(loc: tuple[int | str, ...]) -> str:
@@ -145,11 +133,11 @@ def build(model: type[M], data: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
-    "ARTIFACT_INVALID", "COMPLETION_MODELS", "MODEL_BY_NAME", "ArtifactModel", "AuditReport",
+    "ARTIFACT_INVALID", "MODEL_BY_NAME", "ArtifactModel", "AuditReport",
     "CheckpointSummary", "CompletionArtifact", "CurationLedger", "DecontaminationReport",
     "ErrorBlock", "Execution", "Finding", "FlowPlanFile", "FlowReportFile", "FlowStepEntry",
     "IngestReport", "ParquetCopy", "ParquetShard", "PlannedStep", "Producer", "ProfileReport",
     "RunManifest", "Shard",
-    "StepMarker", "SubsetPlan", "SubsetReport", "Tier", "build", "completion_model", "load",
+    "StepMarker", "SubsetPlan", "SubsetReport", "Tier", "build", "load",
     "load_json", "parse", "problem", "read", "read_json",
 ]

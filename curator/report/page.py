@@ -23,7 +23,7 @@ import jinja2
 import jinja2.ext
 from markupsafe import Markup
 
-from curator.report.collect import RunArtifacts, Stage, collect
+from curator.report.collect import RunArtifacts, collect
 from curator.report.svg import histogram, share_bar
 
 REPORT_NAME = "report.html"
@@ -391,4 +391,4 @@ def write_report(root: str | Path) -> Path:
     return path
 
 
-__all__ = ["REPORT_NAME", "Stage", "build_html", "write_report"]
+__all__ = ["REPORT_NAME", "build_html", "write_report"]

@@ -33,7 +33,7 @@ from curator.audit.report import (
 )
 from curator.audit.scan import FileScan, ScanStage, load_scans, scan_path
 from curator.config import StepConfig
-from curator.corpus.formats import JSONL_EXTENSIONS, SIDECARS
+from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
 from curator.execution import Executor
@@ -50,6 +50,7 @@ from curator.steps.spec import (
     StepSpec,
     offers_at_root,
     registered,
+    sidecars,
 )
 
 Mode = Literal["integrity", "digest", "containment", "all"]
@@ -63,29 +64,25 @@ class AuditConfig(StepConfig):
     """Configuration of ``curate audit`` (the reference's keys and four of this
     project's; docs/audit.md)."""
 
-    target_glob: str | list[str] | None = None
-    """or found under output_root"""
+    target_glob: str | list[str] | None = Field(None, description="or found under output_root")
     output_dir: str = "./output/audit"
     declared_manifest: str | None = None
     ledger_glob: str | list[str] | None = None
     reference_glob: str | list[str] | None = None
     mode: Mode = "integrity"
     comparison_fields: list[str] = Field(default_factory=list)
-    source_field: str | None = None
-    """the manifest's output.source_field wins"""
+    source_field: str | None = Field(None, description="the manifest's output.source_field wins")
     digest_root: str | None = None
     # this project's
-    id_field: str | None = None
-    """the manifest's output.id_field wins"""
-    text_field: str = "text"
-    """as the filter read it: which input lines were documents"""
-    approved_policy: str | None = None
-    """the policy file whose digest the manifest names"""
-    rejected_dir: str | None = None
-    """default: the manifest's rejected_dir"""
-    output_root: str | None = None
-    """a flow's output root: audit every step that ran there (the filter's artifacts
-    fill the keys above that are unset; each later step's artifact gets its checker)"""
+    id_field: str | None = Field(None, description="the manifest's output.id_field wins")
+    text_field: str = Field("text", description=(
+        "as the filter read it: which input lines were documents"))
+    approved_policy: str | None = Field(None, description=(
+        "the policy file whose digest the manifest names"))
+    rejected_dir: str | None = Field(None, description="default: the manifest's rejected_dir")
+    output_root: str | None = Field(None, description=(
+        "a flow's output root: audit every step that ran there (the filter's artifacts fill "
+        "the keys above that are unset; each later step's artifact gets its checker)"))
 
     def preflight(self, flow: FlowContext | None = None) -> list[Problem]:
         problems: list[Problem] = []
@@ -224,7 +221,7 @@ class AuditRun(StepRun):
             found = resolve_input_files(spec, JSONL_EXTENSIONS)
         except CuratorError as exc:
             raise CuratorError(f"{key}_no_matches", exc.message) from exc
-        found = [f for f in found if Path(f).name not in SIDECARS
+        found = [f for f in found if Path(f).name not in sidecars()
                  and not Path(f).name.startswith(".")]
         return self.outside_output(found, key, spec)
 
@@ -439,6 +436,7 @@ SPEC = StepSpec(
     completion_name=lambda cfg: REPORT_NAME,
     input_key="target_glob",
     derive=_derive,
+    model=AuditReport,
     render=render,
     consumes=(Port("manifest", "manifest"), Port("ledger", "ledger"),
               Port("rejected", "rejected"), Port("policy", "policy"),

@@ -65,6 +65,7 @@ from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import safe_name, write_atomic
 from curator.models import DecontaminationReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
+from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
 from curator.steps.spec import CorpusView, FlowContext, Phase, Port, Problem, StepSpec
 
 #: training records read per file by the refusal that compares the key spaces
@@ -91,8 +92,8 @@ class MinHashConfig(ConfigBlock):
 class ContainmentConfig(ConfigBlock):
     enabled: bool = True
     threshold: float = Field(0.8, gt=0, le=1)
-    min_shingles: Int64 = Field(25, ge=1)
-    """a holdout document shorter than this many shingles is never removed by containment"""
+    min_shingles: Int64 = Field(25, ge=1, description=(
+        "a holdout document shorter than this many shingles is never removed by containment"))
 
 
 class DecontaminationConfig(CorpusStepConfig):
@@ -102,13 +103,13 @@ class DecontaminationConfig(CorpusStepConfig):
 
     train_glob: str | list[str]
     holdout_glob: str | list[str] | None = None
-    holdout: str | list[str] | None = None
-    """the flow's name of ``holdout_glob`` (``steps.decontamination.holdout``)"""
+    holdout: str | list[str] | None = Field(None, description=(
+        "the flow's name of ``holdout_glob`` (``steps.decontamination.holdout``)"))
     output_dir: str = "./output/decontaminated"
     id_field: str | None = None
     text_field: str = "text"
-    source_field: str | None = None
-    """passed on to the next step (the corpus view)"""
+    source_field: str | None = Field(None, description=(
+        "passed on to the next step (the corpus view)"))
     threshold: float = Field(0.8, gt=0, le=1)
     shingle_kind: Literal["char", "word"] = "char"
     word_ngrams: Int64 = Field(8, ge=1)
@@ -118,10 +119,10 @@ class DecontaminationConfig(CorpusStepConfig):
     containment: ContainmentConfig = ContainmentConfig()
     prefer_id_field: bool = False
     shared_id_space: bool = True
-    work_dir: str | None = None
-    """where the run's work files go (the holdout index, per-partition scan results):
-    ``<work_dir>/<output dir's name>-<digest of its path>/``, so several runs can share
-    one ``work_dir``; default ``<output_dir>/.decontamination-work``"""
+    work_dir: str | None = Field(None, description=(
+        "where the run's work files go (the holdout index, per-partition scan results): "
+        "``<work_dir>/<output dir's name>-<digest of its path>/``, so several runs can share "
+        "one ``work_dir``; default ``<output_dir>/.decontamination-work``"))
     skip_similarity: bool = False
     partition_size: ByteSizeSpelling = "64MB"
 
@@ -482,6 +483,25 @@ def _depends_on(config: dict[str, Any]) -> list[str]:
         return []
 
 
+def _funnel(r: DecontaminationReport) -> Funnel:
+    """Training documents in and out, the overlap by rule and the skipped records."""
+    res, splits = r.result, r.splits
+    if res is None or splits is None or splits.train is None:
+        raise MissingCount("result or splits.train")
+    skipped = skips(splits.train)
+    losses = [Loss("holdout overlap: source identity only",
+                   res.removed_by_group_identity_only or 0),
+              Loss("holdout overlap: similarity only (jaccard/containment)",
+                   res.removed_by_similarity_only or 0),
+              Loss("holdout overlap: identity and similarity", res.removed_by_both or 0)]
+    losses = [x for x in losses if x.documents] + skipped
+    read = need(res.train_documents_in, "result.train_documents_in") \
+        + sum(x.documents for x in skipped)
+    return [FunnelRow("decontamination", "decontamination (holdout overlap removed)", read,
+                      need(res.train_documents_out, "result.train_documents_out"),
+                      losses)], []
+
+
 SPEC = StepSpec(
     key="decontamination",
     url_keys=URL_KEYS,
@@ -494,6 +514,8 @@ SPEC = StepSpec(
     completion_name=lambda cfg: REPORT_NAME,
     input_key="train_glob",
     derive=_derive,
+    model=DecontaminationReport,
+    funnel=_funnel,
     render=render,
     audit=check_decontamination,
     consumes=(Port("corpus", "corpus"), Port("holdout", "holdout")),

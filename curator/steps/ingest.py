@@ -51,7 +51,16 @@ from curator.io.partitioning import parse_size
 from curator.io.writers import write_atomic
 from curator.models import IngestReport
 from curator.steps.base import ProgressHook, StepRun
-from curator.steps.spec import CorpusView, FlowContext, Phase, Port, Problem, StepSpec
+from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need
+from curator.steps.spec import (
+    CorpusView,
+    FlowContext,
+    Phase,
+    Port,
+    Problem,
+    StepSpec,
+    sidecars,
+)
 
 log = logging.getLogger("curator.ingest")
 
@@ -128,8 +137,9 @@ class IngestRun(StepRun):
     def refuse(self) -> None:
         self.identity = self.config.identity()
         self.fields["identity"] = identity_block(self.identity)
+        # the URL's own files too; never a report a step wrote beside a corpus
         self.plan = resolve_inputs(self.config.input, self.config.format,
-                                   self.output_url or self.out)  # the URL's own files too
+                                   self.output_url or self.out, sidecars())
 
     def clear_outputs(self) -> None:
         for path in self.out.glob("part_*.jsonl"):
@@ -274,6 +284,17 @@ def _produces(config: dict[str, Any]) -> CorpusView:
                       id_field="id", source_field="source")
 
 
+def _funnel(r: IngestReport) -> Funnel:
+    """Raw records in, canonical documents out, each rejection reason a loss."""
+    reasons = r.rejections_by_reason
+    if reasons is None:
+        raise MissingCount("rejections_by_reason")
+    losses = [Loss(f"rejected: {k}", v) for k, v in reasons.items()]
+    return [FunnelRow("ingest", "ingest (raw records → canonical shards)",
+                      need(r.documents_seen, "documents_seen"),
+                      need(r.documents_accepted, "documents_accepted"), losses)], []
+
+
 SPEC = StepSpec(
     key="ingest",
     url_keys=("input", "output_dir"),
@@ -286,6 +307,8 @@ SPEC = StepSpec(
     completion_name=lambda cfg: REPORT_NAME,
     input_key="input",
     derive=_derive,
+    model=IngestReport,
+    funnel=_funnel,
     render=render,
     provides=(Port("corpus", "corpus", _produces),),
     artifacts={"prepared": ""},

@@ -31,7 +31,7 @@ from pydantic import Field
 from curator import models
 from curator.config import ByteSizeSpelling, ConfigBlock, Int64, StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
-from curator.corpus.formats import JSONL_EXTENSIONS, SIDECARS
+from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.corpus.records import RecordSpec
 from curator.corpus.sampling import allocate
@@ -52,7 +52,7 @@ from curator.profile.passes import (
 from curator.profile.report import build_report, render, sample_manifest
 from curator.signals.registry import REGISTRY, SignalSpec, missing_requirements
 from curator.steps.base import ProgressHook, StepRun, partition_ids
-from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output
+from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output, sidecars
 
 log = logging.getLogger("curator.profile")
 
@@ -139,7 +139,7 @@ class ProfileRun(StepRun):
         self.specs, self.notes = select_signals(config.signals, self.pack,
                                                 config.models.tokenizer is not None)
         files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
-                 if Path(f).name not in SIDECARS]
+                 if Path(f).name not in sidecars()]
         self.files = [f for f in files if not self.inside_output(f)]
         if not self.files:
             raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")
@@ -302,6 +302,8 @@ SPEC = StepSpec(
     completion_name=lambda cfg: REPORT_NAME,
     input_key="input_glob",
     derive=_derive,
+    reports=(SAMPLE_MANIFEST,),
+    model=ProfileReport,
     render=render,
     consumes=(Port("corpus", "corpus"),),
     provides=(Port("candidates", "candidates", in_output(CANDIDATES_NAME)),

@@ -20,6 +20,7 @@ from curator.config import StepConfig
 from curator.errors import CuratorError
 from curator.io import storage
 from curator.models import CompletionArtifact
+from curator.steps.funnel import FunnelReader
 
 #: ``(error_id, message)``: one problem a preflight found.
 Problem = tuple[str, str]
@@ -200,9 +201,15 @@ class StepSpec:
     #: its audit hook: the checker that proves its completion artifact from disk
     #: (``path -> (block, findings)``, ``curate audit`` with ``output_root``)
     audit: Callable[[Path], Any] | None = None
-    #: its place in the run report's funnel: ``report -> (stages, tiers)``
-    #: (:mod:`curator.report.funnel`); ``None``: it counts no documents in and out
-    funnel: Callable[[dict[str, Any]], Any] | None = None
+    #: JSON reports it writes beside its corpus besides its completion artifact (the
+    #: filter's ledger): with every completion artifact, never read as corpus input
+    reports: tuple[str, ...] = ()
+    #: the model of its completion artifact (:mod:`curator.models`): how every reader
+    #: parses it (a step without its own model is read as the common base)
+    model: type[CompletionArtifact] = CompletionArtifact
+    #: its place in the run report's funnel: its typed completion artifact -> ``(rows,
+    #: tiers)`` (:mod:`curator.steps.funnel`); ``None``: it counts no documents in and out
+    funnel: FunnelReader | None = None
 
     def __post_init__(self) -> None:
         # the key is written here alone: the config and the run read it from the spec
@@ -264,14 +271,14 @@ class StepSpec:
                     return None  # no artifact there
         except OSError:  # a local file that cannot be read
             return None
-        return models.load(models.completion_model(self.key), raw, where)
+        return models.load(self.model, raw, where)
 
     def rendered(self, report: CompletionArtifact | dict[str, Any]) -> Rendering:
         """:attr:`render` of a report (its model, or the dict a run returned); a failed
         run's report is marked as such (its own rendering where the report has enough
         for it)."""
         artifact = (report if isinstance(report, CompletionArtifact)
-                    else models.parse(models.completion_model(self.key), report,
+                    else models.parse(self.model, report,
                                       f"{self.step_id}'s report"))
         data = artifact.dump()  # render() reads the report a person sees, as written
         if artifact.is_complete:
@@ -313,15 +320,32 @@ def registered() -> tuple[StepSpec, ...]:
     return _REGISTERED
 
 
+#: the files a flow writes in its root and step directories (never read as a corpus)
+FLOW_FILES = ("flow_plan.json", "flow_report.json", ".curate_flow_step.json")
+
+
+def sidecars() -> frozenset[str]:
+    """The JSON reports the registered steps (and a flow) write beside corpora: never
+    read as corpus input, though ``.json`` is a JSON-lines extension. Each step's
+    completion artifact, its ``reports`` and the JSON files of its ``artifacts``."""
+    names = set(FLOW_FILES)
+    for spec in _REGISTERED:
+        names.add(Path(str(spec.completion_name({}))).name)
+        names.update(spec.reports)
+        names.update(n for n in spec.artifacts.values() if n.endswith(".json"))
+    return frozenset(names)
+
+
 def offers(planned: list[tuple[StepSpec, dict[str, Any], bool]]) -> list[Offer]:
     """Every port the ``(spec, config, enabled)`` steps provide, in their order."""
     return [Offer(port, spec, enabled, config, port.locate(config))
             for spec, config, enabled in planned for port in spec.provides]
 
 
-def offers_at_root(root: Path, before: str, configs: dict[str, dict[str, Any]]
+def offers_at_root(root: Path, before: str | None, configs: dict[str, dict[str, Any]]
                    ) -> list[Offer]:
-    """What the steps before ``before`` left under a flow's output ``root``: their
+    """What the steps before ``before`` (every step: ``None``) left under a flow's
+    output ``root``: their
     ports as ``configs`` (a ``flow_plan.json``'s step configs) place them, else as the
     flow's default layout does; each as a step that is off (its files may exist)."""
     planned = []

@@ -38,7 +38,6 @@ from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
     PARQUET_NAMES,
-    SIDECARS,
     shard_name,
 )
 from curator.corpus.reading import iter_lines
@@ -51,7 +50,8 @@ from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.models import SubsetReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
-from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output
+from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
+from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output, sidecars
 from curator.subset.counting import BUNDLED, TokenizerId, identify
 from curator.subset.planning import Plan, make_plan, verify_nesting
 from curator.subset.report import (
@@ -99,8 +99,8 @@ class SubsetConfig(CorpusStepConfig):
     source_field: str | None = None
     token_budgets: list[Int64] = Field(default_factory=lambda: list(DEFAULT_BUDGETS))
     tokenizer: SubsetTokenizer | None = None
-    token_cache: str | None = None
-    """default: <output_dir>/.token_cache (tokenizers only)"""
+    token_cache: str | None = Field(None, description=(
+        "default: <output_dir>/.token_cache (tokenizers only)"))
     quality_score_field: str | None = None
     length_bands: list[Int64] = Field(default_factory=lambda: list(DEFAULT_BANDS))
     seed: Int64 = 0
@@ -230,7 +230,7 @@ class SubsetRun(StepRun):
         if cfg.tokenizer is not None:
             self.tok = identify(cfg.tokenizer.name, cfg.tokenizer.revision)
         found = resolve_input_files(cfg.input_glob, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
-        found = self.outside_output([f for f in found if Path(f).name not in SIDECARS],
+        found = self.outside_output([f for f in found if Path(f).name not in sidecars()],
                                     "input_glob", cfg.input_glob)
         if not found:
             raise CuratorError("input_glob_no_matches",
@@ -439,6 +439,32 @@ def _derive(flow: FlowContext) -> dict[str, Any]:
     return flow.reads.keys()
 
 
+def _funnel(r: SubsetReport) -> Funnel:
+    """The records it could not count (a row, when any), and one row per tier."""
+    corpus, unit = r.corpus, r.unit or "tokens"
+    if corpus is None:
+        raise MissingCount("corpus")
+    skipped = skips(corpus)
+    docs = need(corpus.documents, "corpus.documents")
+    total = need(corpus.total_tokens, "corpus.total_tokens")
+    rows = []
+    if skipped:
+        rows.append(FunnelRow("subset", "subset (records it could not count)",
+                              docs + sum(x.documents for x in skipped), docs, skipped))
+    tiers = []
+    for t in r.tiers or []:
+        name = Path(t.output or str(t.budget)).name
+        kept = need(t.document_count, "tiers[].document_count")
+        achieved = need(t.achieved_tokens, "tiers[].achieved_tokens")
+        tiers.append(FunnelRow(
+            "subset", f"tier {name} (budget {t.budget:,} {unit})", docs, kept,
+            [Loss(f"not selected: beyond its stratum's share of the {t.budget:,}-"
+                  f"{unit} budget", docs - kept, total - achieved)],
+            tokens_in=total, tokens_out=achieved,
+            note=f"shortfall {need(t.token_shortfall, 'tiers[].token_shortfall'):,} {unit}"))
+    return rows, tiers
+
+
 SPEC = StepSpec(
     key="subset",
     url_keys=URL_KEYS,
@@ -451,6 +477,8 @@ SPEC = StepSpec(
     completion_name=lambda cfg: REPORT_NAME,
     input_key="input_glob",
     derive=_derive,
+    model=SubsetReport,
+    funnel=_funnel,
     render=render,
     audit=check_subset,
     consumes=(Port("corpus", "corpus"), Port("scores", "scores")),
