@@ -20,6 +20,7 @@ class Strength(ArtifactModel):
     level: Count | None = None
     claim: str | None = None
     basis: str | None = None
+    reason: str | None = None
     made: bool | None = None
 
 

@@ -68,3 +68,4 @@ class DecontaminationReport(CompletionArtifact):
     splits: Splits | None = None
     output: DecontaminationOutput | None = None
     warnings: list[Any] | None = None
+    claim: str | None = None

@@ -24,7 +24,10 @@ class SignalBlock(ArtifactModel):
     ``macro``: per source), each a mapping of statistics (``p10``, ``p50``, ...)."""
 
     signal: str
+    direction: str | None = None
+    units: str | None = None
     views: dict[str, dict[str, Any]] | None = None
+    histogram: dict[str, Any] | None = None
 
 
 class Sampling(ArtifactModel):

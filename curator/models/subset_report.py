@@ -38,6 +38,7 @@ class Tier(ArtifactModel):
     token_shortfall: Count | None = None
     per_stratum_tokens: dict[str, Count] | None = None
     per_stratum_deviation: dict[str, Count] | None = None
+    strata_exhausted: list[str] | None = None
 
 
 class StepWarning(ArtifactModel):
@@ -82,4 +83,5 @@ class SubsetReport(CompletionArtifact):
     stratification: Stratification | None = None
     token_cache: TokenCache | None = None
     nesting_verified: bool | None = None
+    interpretation: str | None = None
     warnings: list[StepWarning] | None = None
