@@ -210,8 +210,12 @@ def report_(
     if not output_root.is_dir():
         fail(CuratorError("output_root_missing", f"no directory {output_root}"))
     try:
-        written = write_report(output_root)
-    except CuratorError as exc:  # a malformed flow_plan.json or flow_report.json
+        try:
+            written = write_report(output_root)
+        except OSError as exc:  # report.html a directory, no permission, disk full
+            raise CuratorError("report_unwritable", f"cannot write the report in "
+                               f"{output_root}: {exc}") from exc
+    except CuratorError as exc:  # a malformed flow_plan.json or flow_report.json too
         fail(exc)
         return
     typer.echo(f"report {written}")

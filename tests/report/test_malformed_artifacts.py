@@ -99,3 +99,12 @@ def test_a_malformed_flow_file_is_artifact_invalid(tmp_path: Path, case: str) ->
     assert isinstance(result.exception, SystemExit), result.exception  # not a traceback
     assert "artifact_invalid" in result.output
     assert f"{name}: {field}" in result.output
+
+
+def test_a_report_html_that_is_a_directory_is_report_unwritable(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "report.html").mkdir(parents=True)
+    result = _report(root)
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "report_unwritable" in result.output and "report.html" in result.output
