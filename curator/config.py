@@ -200,8 +200,12 @@ def load_config(
     data: dict[str, Any] = {}
     if path is not None:
         file = Path(path)
+        if file.is_dir():  # the path named, quoted: "config file in ..." read as prose
+            raise CuratorError("config_not_found", f"config file {str(file)!r} is a directory, "
+                               "not a YAML file: name the file (e.g. examples/demo/ingest.yaml)")
         if not file.is_file():
-            raise CuratorError("config_not_found", f"config file {file} does not exist")
+            raise CuratorError("config_not_found",
+                               f"config file {str(file)!r} does not exist ({file.absolute()})")
         try:
             loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
         except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
