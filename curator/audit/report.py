@@ -8,7 +8,6 @@ from typing import Any
 from curator.audit.checks import CHECKERS, AuditFacts, check_containment, observations
 from curator.steps.spec import Rendering
 
-STEP_ID = "curate/audit"
 SCHEMA_VERSION = 1
 REPORT_NAME = "audit_report.json"
 SUMMARY_NAME = "audit_summary.md"
@@ -28,7 +27,7 @@ def build_report(facts: AuditFacts, producer: dict[str, Any],
     """The audit report of what the scan found (``facts``) and of the later steps'
     artifacts proved by their checkers (``steps``: ``{key: {artifact, block,
     findings}}``, from ``output_root``)."""
-    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "step_id": STEP_ID,
+    report: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "step_id": producer["step_id"],
                               "mode": facts.mode, "producer": producer}
     findings: list[dict[str, Any]] = []
     for field_name, check in CHECKERS.values():

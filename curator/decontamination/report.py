@@ -7,7 +7,6 @@ from typing import Any
 
 from curator.steps.spec import Rendering
 
-STEP_ID = "curate/decontamination"
 SCHEMA_VERSION = 1
 REPORT_NAME = "decontamination_report.json"
 REMOVED_PAIRS = 200
@@ -88,7 +87,7 @@ def build_report(*, params: dict[str, Any], splits: dict[str, Any], scans: list[
     shared = sorted(set(left) & set(holdout_key_fields))
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "step_id": STEP_ID,
+        "step_id": producer["step_id"],
         "started_at": producer["started_at"],
         "completed_at": producer.get("completed_at"),
         "config_hash": producer["config_hash"],

@@ -9,7 +9,6 @@ from typing import Any
 from curator.filter.ledger import build_ledger
 from curator.steps.spec import Rendering
 
-STEP_ID = "curate/filter"
 SCHEMA_VERSION = 1
 CANONICAL_JSON = "json.dumps(sort_keys=True, separators=(',',':'), ensure_ascii=False)"
 
@@ -45,7 +44,7 @@ def manifest_and_ledger(facts: FilterFacts, producer: dict[str, Any], *,
                              "reason": (facts.error or {}).get("error_id", "incomplete"),
                              "records": max(lost, 0)})
     ledger = build_ledger(
-        stage=STEP_ID, source=str(input_glob), n_input=c["input"], n_success=n_success,
+        stage=producer["step_id"], source=str(input_glob), n_input=c["input"], n_success=n_success,
         filtered_by_reason=c["filtered"], failed_units=failed_units, quarantined_units=[],
         mode=mode, completed=facts.completed, gate_order=facts.gate_order,
     )

@@ -71,6 +71,7 @@ def build_report(
     scores: pl.DataFrame,
     stats: dict[str, float],
     langid: FastTextLangId,
+    step_id: str,
 ) -> dict[str, Any]:
     from curator.profile import stats as S
 
@@ -101,7 +102,7 @@ def build_report(
     if simulation is None:
         notes.append(S.SIMULATION_UNAVAILABLE)
     report: dict[str, Any] = {
-        "step_id": "curate/profile",
+        "step_id": step_id,
         "schema_version": 1,
         "signals_impl_version": IMPL_VERSION,
         "langpack": pack.describe(),

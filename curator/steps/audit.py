@@ -26,7 +26,6 @@ from curator.audit.kinds import ArtifactKind, found, kinds_of
 from curator.audit.report import (
     REPORT_NAME,
     SCHEMA_VERSION,
-    STEP_ID,
     SUMMARY_NAME,
     build_report,
     render,
@@ -350,7 +349,7 @@ class AuditRun(StepRun):
         """A report of an audit that did not finish: no verdict, no claims."""
         why = "the audit did not finish"
         return {
-            "schema_version": SCHEMA_VERSION, "step_id": STEP_ID, "mode": self.config.mode,
+            "schema_version": SCHEMA_VERSION, "step_id": self.step_id, "mode": self.config.mode,
             "producer": producer,
             "target": {"glob": self.config.target_glob, "file_count": len(self.target),
                        "row_count": None, "bytes": None, "unreadable_count": None,

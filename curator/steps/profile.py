@@ -56,7 +56,6 @@ from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_o
 
 log = logging.getLogger("curator.profile")
 
-STEP_ID = "curate/profile"
 REPORT_NAME = "profile_report.json"
 SAMPLE_MANIFEST = "sample_manifest.json"
 SUMMARY_NAME = "profile_summary.md"
@@ -198,7 +197,7 @@ class ProfileRun(StepRun):
         sampling = {"seed": config.seed, "max_total_docs": config.max_total_docs}
         self.report = build_report(sampling, config.band_search.model_dump(), self.pack,
                                    self.specs, notes, corpus, populations, allocations,
-                                   scores, scored.stats, langid)
+                                   scores, scored.stats, langid, self.step_id)
         self.sample_manifest = sample_manifest(sampling, populations, allocations, scores)
 
     def artifacts(self) -> list[tuple[Path | None, Any]]:
@@ -210,7 +209,7 @@ class ProfileRun(StepRun):
                      models.build(ProfileReport, {**self.report, "producer": producer}))]
         _clear_artifacts(self.out)  # a failed profile leaves nothing that looks like a result
         return [(self.out / REPORT_NAME, models.build(ProfileReport, {
-            "schema_version": self.schema_version, "step_id": STEP_ID,
+            "schema_version": self.schema_version, "step_id": self.step_id,
             "error": self.error_block(), "producer": producer}))]
 
 

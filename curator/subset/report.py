@@ -80,7 +80,7 @@ def render(report: dict[str, Any]) -> Rendering:
     corpus = report.get("corpus") or {}
     tok = report.get("tokenizer")
     who = f"{tok['name']} ({tok['revision'][:19]}...)" if tok else "whitespace words"
-    lines = ["# curate/subset", "",
+    lines = [f"# {report['producer']['step_id']}", "",
              f"- corpus: {corpus.get('documents', 0):,} documents, "
              f"{corpus.get('total_tokens', 0):,} {unit}; counted with {who}",
              f"- token cache: {_cache_text(report.get('token_cache'))}", "",
