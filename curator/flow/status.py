@@ -16,7 +16,9 @@ last ``flow_report.json``. Each step is one of:
 - ``not_run``: nothing of it on disk.
 
 Then the next command: ``curate flow --config FLOW`` to resume or go on, or the
-approval (``curate approve`` / the Prefect UI's form) when that is what is missing.
+approval (``curate approve`` / the Prefect UI's form) when that is what is missing; for
+a root built one step at a time (no ``flow_plan.json`` and no ``--config``), the steps'
+own commands (``curate decontaminate --config CONFIG.yaml``).
 """
 
 from __future__ import annotations
@@ -200,7 +202,7 @@ def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
                     "of curate flow or the output_dir of curate <step>")
             return _single_step(spec, root)
     return _flow(root, plan, flow_config or (plan.config_file if plan else None)
-                 or "FLOW.yaml")
+                 or "FLOW.yaml", by_step=plan is None and not flow_config)
 
 
 def _single_step(spec: StepSpec, out: Path) -> RootStatus:
@@ -221,7 +223,8 @@ def _single_step(spec: StepSpec, out: Path) -> RootStatus:
     return result
 
 
-def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str) -> RootStatus:
+def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str,
+          by_step: bool = False) -> RootStatus:
     planned: dict[str, PlannedStep] = {s.key: s for s in (plan.steps or [])} if plan else {}
     report = _read(FlowReportFile, root / REPORT_NAME)
     reported = {s.step_id: s.status for s in (report.steps or [])} if report else {}
@@ -270,8 +273,49 @@ def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str) -> RootStatus
     if plan is not None and plan.dry_run:
         result.notes.append(f"{PLAN_NAME} is from curate flow --plan (a dry run)")
     result.problems = [p.dump() for p in (plan.problems or [])] if plan else []
-    _next(result, root, plan, report, flow_config)
+    if by_step:
+        _next_by_step(result, root)
+    else:
+        _next(result, root, plan, report, flow_config)
     return result
+
+
+def _next_by_step(result: RootStatus, root: Path) -> None:
+    """A root built one ``curate <step>`` at a time (no ``flow_plan.json``, no flow config
+    named): the next commands are the steps' own, by their CLI verb (``curate
+    decontaminate``), never a flow config that does not exist."""
+    specs = {s.key: s for s in STEPS}
+    if any(s.state == "running" for s in result.steps):
+        result.next_commands.append("none yet: a step is running (rerun curate status "
+                                    "when it ends)")
+        return
+    again = [s for s in result.steps if s.state in ("resumable", "started", "failed")]
+    for s in again:
+        how = ("resumes from the checkpoint" if s.state == "resumable"
+               else "starts afresh")
+        result.next_commands.append(
+            f"curate {specs[s.key].command_name} --config CONFIG.yaml  (the config of its "
+            f"last run: it {how})")
+    if again:
+        return
+    done = [i for i, s in enumerate(result.steps) if s.state == "finished"]
+    later = [s for s in result.steps[done[-1] + 1:] if s.state == "not_run"] if done else []
+    if not later:
+        result.notes.append("every step run here finished")
+        return
+    spec = specs[later[0].key]
+    found = {o.port.name: o for o in offers_at_root(root, None, {})}
+    candidates = found.get("candidates")
+    policy = root / "policy" / "approved_policy.yaml"
+    if spec.applies_policy and candidates is not None and \
+            Path(str(candidates.value)).is_file() and not policy.is_file():
+        result.waiting_for_approval = True
+        result.next_commands.append(
+            f"curate approve --candidate {candidates.value} --out {policy} --approver NAME "
+            "--evidence TEXT --set SIGNAL=VALUE ...")
+    result.next_commands.append(
+        f"curate {spec.command_name} --config CONFIG.yaml  (the next step; or a flow config "
+        f"with output_root: {root} runs every step left: curate flow --config FLOW.yaml)")
 
 
 def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
