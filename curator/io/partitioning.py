@@ -5,9 +5,13 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ByteSize, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
 from curator.corpus.formats import COMPRESSED_SUFFIXES, JSONL_EXTENSIONS, has_extension
 from curator.errors import CuratorError
@@ -137,17 +141,44 @@ def _resolve_remote(url: str, extensions: Sequence[str] | None) -> list[str]:
     return [f for f in files if extensions is None or has_extension(f, extensions)]
 
 
+MAX_SIZE = 1 << 40  # 1 TiB: a larger partition is a typo, not a plan
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)", re.IGNORECASE)
+# before pydantic's ByteSize, a bare K, M or G meant 2**10, 2**20, 2**30 here (ByteSize
+# reads 10**3, ...): the same spelling keeps its meaning
+_BARE_BINARY = {"k": "KiB", "m": "MiB", "g": "GiB"}
+_BYTE_SIZE = TypeAdapter(ByteSize)
+
+
 def parse_size(value: int | str | None) -> int | None:
-    """``"64MB"``, ``"1GiB"``, ``1048576`` -> bytes."""
-    if value is None or isinstance(value, int):
-        return value
-    text = value.strip().upper().replace(" ", "")
-    units = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "KB": 1000, "MB": 1000**2,
-             "GB": 1000**3, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "B": 1}
-    for unit, factor in units.items():
-        if text.endswith(unit):
-            return int(float(text[: -len(unit)]) * factor)
-    return int(text)
+    """``"64MB"`` (10**6), ``"256MiB"`` (2**20), ``"64M"`` (2**20), ``1048576`` -> bytes,
+    read by pydantic's ``ByteSize``; ``None`` stays ``None``. Anything else, or a size
+    outside 1 byte .. 1 TiB, is a :class:`PydanticCustomError` (a ``ValueError``), which
+    the config models turn into ``config_error`` (:data:`curator.config.ByteSizeSpelling`)."""
+    if value is None:
+        return None
+    size: int
+    if isinstance(value, str):
+        match = _SIZE.fullmatch(value.strip())
+        if match is None:
+            raise _size_error(value)
+        number, unit = match.groups()
+        try:
+            size = int(_BYTE_SIZE.validate_python(number + _BARE_BINARY.get(unit.lower(), unit)))
+        except ValidationError as exc:  # an unknown unit
+            raise _size_error(value, f"a size in known units ({exc.errors()[0]['msg']})") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    else:
+        raise _size_error(value)
+    if not 1 <= size <= MAX_SIZE:
+        raise _size_error(value, "a size from 1 byte to 1 TiB")
+    return size
+
+
+def _size_error(value: object, expected: str = "a size such as 64MB, 256MiB or a "
+                "number of bytes") -> PydanticCustomError:
+    return PydanticCustomError("byte_size", "should be {expected}, not {value}",
+                               {"expected": expected, "value": repr(value)[:100]})
 
 
 @dataclass

@@ -3,26 +3,16 @@
 Generated from the pydantic models themselves (a step's ``StepSpec.config``, the
 flow's ``FlowConfig``), so a field added to a model shows up in the help without an
 edit here. Nested models are listed as dotted keys (``execution.executor``). A key's
-description is its ``Field(description=...)`` when it has one, else the ``#:``
-comment above its declaration or the ``#`` comment on its line (the convention the
-config modules follow), else the nested model's docstring. A ``Literal``'s choices are
-its type (``local|ray|inline``).
-
-Only ``--help`` calls this: it reads the models' source for the comments, which a run
-never needs.
+description is its ``Field(description=...)``, else the nested model's docstring; the
+models' source is not read. A ``Literal``'s choices are its type (``local|ray|inline``).
 """
 
 from __future__ import annotations
 
-import ast
 import inspect
-import io
-import sys
-import tokenize
 import types
 import typing
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -56,14 +46,13 @@ def config_keys(model: type[BaseModel], prefix: str = "") -> list[KeyHelp]:
     names = list(model.model_fields)
     order = sorted(range(len(names)), key=lambda i: (
         not model.model_fields[names[i]].is_required(), names[i] not in own, i))
-    comments = _comments(model)
     rows: list[KeyHelp] = []
     for i in order:
         name = names[i]
         field = model.model_fields[name]
         key = prefix + (field.alias or name)
         sub = _model_of(field.annotation)
-        description = field.description or comments.get(name, "")
+        description = _clean(field.description or "")
         if sub is not None and not description:
             description = _doc(sub)
         default = _default(field)
@@ -152,75 +141,6 @@ def _doc(model: type[BaseModel]) -> str:
 
 def _clean(text: str) -> str:
     return " ".join(text.replace("``", "`").split())
-
-
-@cache
-def _comments(model: type[BaseModel]) -> dict[str, str]:
-    """``{field: its comment}`` from the source of ``model`` and its bases: the ``#:``
-    lines right above a field, else the ``#`` comment on its own line(s)."""
-    out: dict[str, str] = {}
-    for cls in reversed(model.__mro__):
-        if cls is BaseModel or not issubclass(cls, BaseModel) or cls.__module__.startswith(
-                ("pydantic", "pydantic_settings")):
-            continue
-        out.update(_class_comments(cls))
-    return out
-
-
-def _class_comments(cls: type) -> dict[str, str]:
-    parsed = _module_source(cls.__module__)
-    if parsed is None:
-        return {}
-    tree, lines = parsed
-    klass = next((n for n in tree.body if isinstance(n, ast.ClassDef)
-                  and n.name == cls.__qualname__), None)
-    if klass is None:
-        return {}
-    out: dict[str, str] = {}
-    for node in klass.body:
-        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
-            continue
-        above: list[str] = []
-        i = node.lineno - 2  # 0-based index of the line above
-        while i >= 0 and lines[i].strip().startswith("#:"):
-            above.insert(0, lines[i].strip()[2:].strip())
-            i -= 1
-        text = " ".join(above) if above else _trailing_comment(
-            lines[node.lineno - 1:node.end_lineno or node.lineno])
-        if _clean(text):
-            out[node.target.id] = _clean(text)
-    return out
-
-
-def _trailing_comment(code: list[str]) -> str:
-    """The ``#`` comments on a declaration's own lines (tokenized: not a ``#`` in a
-    string)."""
-    if not any("#" in line for line in code):
-        return ""
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(
-            line.strip() for line in code) + "\n").readline))
-    except (tokenize.TokenError, SyntaxError):
-        return ""
-    return " ".join(t.string.lstrip("#").strip() for t in tokens
-                    if t.type == tokenize.COMMENT)
-
-
-@cache
-def _module_source(name: str) -> tuple[ast.Module, list[str]] | None:
-    """A module's syntax tree and lines (parsed once, whatever number of models it
-    holds)."""
-    module = sys.modules.get(name)
-    try:
-        source = inspect.getsource(module) if module is not None else None
-    except (OSError, TypeError):
-        source = None
-    if not source:
-        return None
-    try:
-        return ast.parse(source), source.splitlines()
-    except SyntaxError:  # pragma: no cover - it was imported
-        return None
 
 
 def flow_config_keys() -> list[KeyHelp]:

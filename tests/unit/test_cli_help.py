@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 import typer
 import typer.rich_utils
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
+from curator.config import ConfigBlock
 from curator.steps.help import config_keys
 from curator.steps.registry import STEPS
 from flows.cli import _keys_help, app
@@ -118,9 +119,9 @@ def test_flow_help_lists_its_keys_and_one_block_per_step(wide: None) -> None:
                          rf"{spec.command_name} --help", text), spec.key
 
 
-def test_descriptions_come_from_the_models_comments(wide: None) -> None:
+def test_descriptions_come_from_the_fields_descriptions(wide: None) -> None:
     text = _help("filter")
-    # a trailing comment (FilterConfig.rejected_dir), a #: comment (ExecutionConfig)
+    # Field(description=...) of FilterConfig.rejected_dir, ExecutionConfig.checkpoint_path
     assert re.search(r"rejected_dir\s+null\s+str \| null\s+default: <output_dir>/rejected",
                      text)
     assert re.search(r"execution\.checkpoint_path\s+null\s.*so a rerun resumes", text)
@@ -130,12 +131,11 @@ class _Nested(BaseModel):
     depth: int = 3
 
 
-class _NewModel(BaseModel):
+class _NewModel(ConfigBlock):
     """A model with a field the help has never seen."""
 
-    brand_new_key: str = "fresh"  # its description
-    #: a block
-    block: _Nested = _Nested()
+    brand_new_key: str = Field("fresh", description="its description")
+    block: _Nested = Field(_Nested(), description="a block")
     must: list[str]
 
 
