@@ -194,10 +194,26 @@ def flow_(
         return
     for step in result["steps"]:
         typer.echo(f"  {step['step_id']:<16} {step['status']:<9} {step['output_dir'] or ''}")
+        for line in _step_warnings(step):  # what this run's step reported, not only JSON
+            typer.echo(f"warning: {step['step_id']}: {line}", err=True)
     typer.echo(f"flow: {result['status']}; policy {result['policy_status']} "
                f"(applied: {result['policy_applied']}); report {root / 'flow_report.json'}")
     if (root / "report.html").is_file():
         typer.echo(f"the run on one page: {root / 'report.html'}")
+
+
+def _step_warnings(step: dict[str, Any]) -> list[str]:
+    """The warnings of a step a flow ran (``status: ok``), read from its report."""
+    from flows.terminal import warning_lines
+
+    spec = next((s for s in STEPS if s.step_id == step.get("step_id")), None)
+    if spec is None or step.get("status") != "ok" or not step.get("output_dir"):
+        return []
+    try:
+        report = spec.read_result({"output_dir": step["output_dir"]})
+    except CuratorError:  # an unreadable report is curate status's and report's to say
+        return []
+    return warning_lines(report) if report is not None else []
 
 
 @app.command("report")

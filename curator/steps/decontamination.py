@@ -379,8 +379,10 @@ class DecontaminationRun(StepRun):
         }
         if skipped:  # a person must see it: overlap with a skipped line is never found
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+            n = sum(skipped.values())
             self.warnings.append({"id": "holdout_lines_skipped", "message":
-                                  f"{sum(skipped.values())} holdout lines were skipped ({why}): "
+                                  f"{n} holdout line{'s were' if n != 1 else ' was'} skipped "
+                                  f"({why}): "
                                   "a training document that overlaps one of them is not "
                                   "removed; fix the holdout file"})
 

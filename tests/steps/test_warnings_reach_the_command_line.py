@@ -90,3 +90,25 @@ def test_subset_shortfall_and_starved_strata_reach_the_command_line(tmp_path: Pa
     assert {line.split("]")[0][len("warning: ["):] for line in printed} == ids
     markdown = BY_KEY["subset"].rendered(report).markdown
     assert all(w in markdown for w in ids)
+
+
+def test_curate_flow_prints_the_warnings_of_the_steps_it_ran(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    import yaml
+
+    monkeypatch.setenv("CURATE_PREFECT", "never")
+    raw = _write(tmp_path / "raw" / "a.jsonl",
+                 [{"id": f"t{i}", "text": t} for i, t in enumerate(TEXTS)])
+    holdout = _write(tmp_path / "holdout" / "h.jsonl", [{"id": "h0", "text": "other words"}],
+                     extra="not json\n")
+    config = tmp_path / "flow.yaml"
+    config.write_text(yaml.safe_dump({
+        "corpus": {"input": str(raw), "id_field": "id"},
+        "output_root": str(tmp_path / "root"),
+        "steps": {"ingest": {"enabled": True},
+                  "decontamination": {"enabled": True, "holdout": str(holdout)}},
+        "execution": {"executor": "inline"}}))
+    result = CliRunner().invoke(app, ["flow", "--config", str(config)])
+    assert result.exit_code == 0, result.stderr
+    assert "warning: curate/decontamination: [holdout_lines_skipped] 1 holdout line was " \
+           "skipped (1 unparsable_line)" in result.stderr
