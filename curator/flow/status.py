@@ -299,7 +299,7 @@ def _next_by_step(result: RootStatus, root: Path) -> None:
     if again:
         return
     done = [i for i, s in enumerate(result.steps) if s.state == "finished"]
-    later = [s for s in result.steps[done[-1] + 1:] if s.state == "not_run"] if done else []
+    later = [s for s in result.steps[done[-1] + 1 if done else 0:] if s.state == "not_run"]
     if not later:
         result.notes.append("every step run here finished")
         return
