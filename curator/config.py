@@ -54,6 +54,17 @@ def _byte_size(value: Any) -> Any:
 #: bounds turn a value past numpy's and Arrow's integers into a config error up front.
 Int64 = Annotated[int, BeforeValidator(_whole_number), Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
 
+
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):  # lax pydantic reads true as 1.0
+        raise PydanticCustomError("float_type", "should be a number, not {value}",
+                                  {"value": str(value).lower()})
+    return value
+
+
+#: A real number (a threshold, a score, a rate): finite, not a boolean.
+Real = Annotated[float, BeforeValidator(_not_a_boolean), Field(allow_inf_nan=False)]
+
 #: A byte size (``partition_size``): ``64MB``, ``256MiB``, ``1048576``; from 1 byte to
 #: 1 TiB (parsed by pydantic's ``ByteSize``, :func:`curator.io.partitioning.parse_size`).
 ByteSizeSpelling = Annotated[str | int, BeforeValidator(_byte_size)]

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from curator import models
 from curator.audit.decontamination import check_decontamination
-from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64
+from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64, Real
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_NAMES,
@@ -91,7 +91,7 @@ class MinHashConfig(ConfigBlock):
 
 class ContainmentConfig(ConfigBlock):
     enabled: bool = True
-    threshold: float = Field(0.8, gt=0, le=1)
+    threshold: Real = Field(0.8, gt=0, le=1)
     min_shingles: Int64 = Field(25, ge=1, description=(
         "a holdout document shorter than this many shingles is never removed by containment"))
 
@@ -110,7 +110,7 @@ class DecontaminationConfig(CorpusStepConfig):
     text_field: str = "text"
     source_field: str | None = Field(None, description=(
         "passed on to the next step (the corpus view)"))
-    threshold: float = Field(0.8, gt=0, le=1)
+    threshold: Real = Field(0.8, gt=0, le=1)
     shingle_kind: Literal["char", "word"] = "char"
     word_ngrams: Int64 = Field(8, ge=1)
     normalization: NormalizationConfig = NormalizationConfig()

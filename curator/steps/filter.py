@@ -29,7 +29,14 @@ import orjson
 from pydantic import Field
 
 from curator import models
-from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64, TokenizerRef
+from curator.config import (
+    ByteSizeSpelling,
+    ConfigBlock,
+    CorpusStepConfig,
+    Int64,
+    Real,
+    TokenizerRef,
+)
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
@@ -81,7 +88,7 @@ class HeuristicFilters(ConfigBlock):
 
 
 class QualityFilters(ConfigBlock):
-    min_langid_score: float = 0.3
+    min_langid_score: Real = 0.3
     min_words: Int64 | None = Field(None, ge=0)
     max_words: Int64 | None = Field(None, ge=0)
     langid_max_chars: Int64 | None = Field(DEFAULT_MAX_CHARS, gt=0, description=(

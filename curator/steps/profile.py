@@ -29,7 +29,7 @@ import polars as pl
 from pydantic import Field
 
 from curator import models
-from curator.config import ByteSizeSpelling, ConfigBlock, Int64, StepConfig, TokenizerRef
+from curator.config import ByteSizeSpelling, ConfigBlock, Int64, Real, StepConfig, TokenizerRef
 from curator.corpus.fingerprint import FingerprintStage, merge_fingerprints
 from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
@@ -68,8 +68,8 @@ URL_KEYS = ("input_glob", "output_dir")
 
 
 class BandSearch(ConfigBlock):
-    min_keep_rate: float = Field(0.80, ge=0, le=1)
-    max_keep_rate: float = Field(0.995, ge=0, le=1)
+    min_keep_rate: Real = Field(0.80, ge=0, le=1)
+    max_keep_rate: Real = Field(0.995, ge=0, le=1)
 
 
 class Models(ConfigBlock):

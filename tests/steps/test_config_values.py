@@ -17,6 +17,8 @@ from curator.config import validate_config
 from curator.errors import CuratorError
 from curator.io.partitioning import parse_size
 from curator.steps.decontamination import DecontaminationConfig
+from curator.steps.filter import FilterConfig
+from curator.steps.profile import ProfileConfig
 from curator.steps.subset import SubsetConfig
 from flows.cli import app
 
@@ -103,6 +105,22 @@ def test_a_count_is_an_integer_as_written(value: Any) -> None:
     with pytest.raises(CuratorError):
         validate_config(DecontaminationConfig, {"train_glob": "x",
                                                 "minhash": {"num_bands": value}})
+
+
+@pytest.mark.parametrize(("model", "keys"), [
+    (FilterConfig, {"input_glob": "x", "quality_filters": {"min_langid_score": "{v}"}}),
+    (DecontaminationConfig, {"train_glob": "x", "containment": {"threshold": "{v}"}}),
+    (ProfileConfig, {"input_glob": "x", "band_search": {"min_keep_rate": "{v}"}}),
+])
+@pytest.mark.parametrize("value", [True, float("nan"), float("inf"), float("-inf")])
+def test_a_threshold_is_a_finite_number_not_a_boolean(model: Any, keys: dict[str, Any],
+                                                      value: Any) -> None:
+    # NaN or -inf as min_langid_score used to read the whole corpus and keep or drop all
+    data = json.loads(json.dumps(keys).replace('"{v}"', json.dumps(value)))
+    with pytest.raises(CuratorError) as info:
+        validate_config(model, data)
+    assert info.value.error_id == "config_error"
+    assert validate_config(model, json.loads(json.dumps(keys).replace('"{v}"', "0.5")))
 
 
 def test_a_float_that_is_a_whole_number_is_refused_with_its_integer_spelling() -> None:
