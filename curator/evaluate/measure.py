@@ -23,6 +23,7 @@ What is checked and what is not:
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -94,6 +95,10 @@ def evaluate_policy(
             raise CuratorError("incomplete_word_filter",
                                f"word bounds need word segmentation, which pack "
                                f"{pack.language_tag} does not declare")
+    if isinstance(min_langid_score, bool) or not math.isfinite(min_langid_score):
+        # the filter's quality_filters.min_langid_score is a finite real (curator.config.Real)
+        raise CuratorError("config_error", f"--min-langid-score {min_langid_score!r}: "
+                           "expected a finite number")
     language = None
     if language_codes:
         language = LanguageGate(tuple(language_codes), min_langid_score)

@@ -94,3 +94,9 @@ def test_a_language_gate_that_removes_everything_is_refused(
     assert code == 2
     assert err.startswith("error: [language_filter_removed_everything]")  # the filter's id
     assert not out.exists()
+
+
+@pytest.mark.parametrize("score", ["nan", "inf"])
+def test_a_score_floor_the_filter_refuses_is_refused(world: dict[str, Path], score: str) -> None:
+    code, _, err = _evaluate(world, "--language", "en", "--min-langid-score", score)
+    assert code == 2 and err.startswith("error: [config_error] --min-langid-score"), err
