@@ -11,7 +11,8 @@ an auditor that reused the producer's code would prove less):
 - the shards are the ones the report lists (rows, sha256);
 - the holdout is unmodified: its files still hash to the report's ``content_digest``.
 
-It reads the paths the step records in its report (``paths``).
+It reads the paths the step records in its report (``paths``); in a whole-root audit,
+under the root it is given (:mod:`curator.audit.rebase`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
+from curator.audit.rebase import Rebase
 from curator.corpus.reading import iter_lines, iter_records
 from curator.corpus.records import RecordSpec, Rejection
 from curator.errors import CuratorError
@@ -31,14 +33,15 @@ from curator.models import DecontaminationReport
 from curator.models.decontamination_report import DecontaminationResult, SplitBlock
 
 
-def _digest_files(files: list[str]) -> str:
-    """sha256 over the files' names and bytes in sorted order (the report's
+def _digest_files(files: dict[str, str]) -> str:
+    """sha256 over the files' names (as the report records them) and bytes (read where
+    each is now: ``files[name]``) in sorted order (the report's
     ``splits.holdout.content_digest``); a holdout on object storage is read there."""
     # a loop, not hashlib.file_digest: one digest over several files and their names
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
-        with storage.open_file(name) as f:
+        with storage.open_file(files[name]) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         h.update(b"\0")
@@ -66,8 +69,10 @@ def _ids(files: list[str], spec: RecordSpec) -> list[str]:
     return out
 
 
-def check_decontamination(report_path: Path) -> Block:
-    """``(block, findings)`` of one ``decontamination_report.json``."""
+def check_decontamination(report_path: Path, root: Path | None = None) -> Block:
+    """``(block, findings)`` of one ``decontamination_report.json``; with ``root`` (a
+    whole-root audit) the paths it records are read under that root
+    (:mod:`curator.audit.rebase`)."""
     findings: list[Finding] = []
     try:
         report = models.read(DecontaminationReport, report_path)
@@ -85,14 +90,25 @@ def check_decontamination(report_path: Path) -> Block:
         return None, [finding("decontamination_report_unreadable",
                               f"{report_path}: {', '.join(missing)} missing")]
     assert paths.output_dir and paths.removed_dir and paths.train_files is not None
-    out = Path(paths.output_dir)
-    removed_dir = Path(paths.removed_dir)
+    where = Rebase.of(report_path, root, (report.producer.output_dir if report.producer
+                                          else None) or paths.output_dir)
+    outside: list[Finding] = []
+    out_at = where.path(paths.output_dir, "paths.output_dir", output=True, problems=outside)
+    removed_at = where.path(paths.removed_dir, "paths.removed_dir", output=True,
+                            problems=outside)
+    train = where.paths(list(paths.train_files), "paths.train_files", output=False,
+                        problems=outside)
+    holdout_files = where.paths(list(paths.holdout_files or []), "paths.holdout_files",
+                                output=False, problems=outside)
+    if out_at is None or removed_at is None or train is None or holdout_files is None:
+        return None, outside
+    out, removed_dir = Path(out_at), Path(removed_at)
     spec = RecordSpec(text_field=paths.text_field or "text", id_field=paths.id_field)
     if not report.is_complete:
         findings.append(finding("decontamination_incomplete",
                                 f"{report_path} has no producer.completed_at"))
     try:
-        ids_in = _ids(list(paths.train_files), spec)
+        ids_in = _ids(train, spec)
         shards = sorted(out.glob("part_*.jsonl"))
         ids_out = _ids([str(p) for p in shards], spec)
         removed: list[str] = []
@@ -141,7 +157,8 @@ def check_decontamination(report_path: Path) -> Block:
                                 examples=differ[:EXAMPLES]))
     holdout = (report.splits.holdout if report.splits else None) or SplitBlock()
     try:
-        digest = _digest_files(list(paths.holdout_files or []))
+        digest = _digest_files({name: p for name, p in
+                                zip(paths.holdout_files or [], holdout_files, strict=True)})
     except OSError as exc:
         digest = f"unreadable: {exc}"
     unchanged = digest == holdout.content_digest and not holdout.modified

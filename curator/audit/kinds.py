@@ -15,6 +15,7 @@ checker in its spec (``StepSpec.audit``): the kinds are derived from the registr
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,14 @@ class ArtifactKind:
     check: Callable[[Path], Block]  # the artifact's path -> (block, findings)
     #: whether an artifact found by name is one this kind proves (default: every one)
     applies: Callable[[Path], bool] = lambda path: True
+
+    def prove(self, path: Path, root: Path) -> Block:
+        """``check`` the artifact at ``path`` found under ``root``; a checker with a
+        ``root`` parameter reads the paths its artifact records under that root (a
+        copied root is audited as itself: :mod:`curator.audit.rebase`)."""
+        if "root" in inspect.signature(self.check).parameters:
+            return self.check(path, root=root)  # type: ignore[call-arg]
+        return self.check(path)
 
 
 def kinds_of(specs: Iterable[StepSpec]) -> tuple[ArtifactKind, ...]:

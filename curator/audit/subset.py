@@ -15,7 +15,8 @@ Proved from disk, without the subset's own code (``curator.subset`` is not impor
   (``subset_document_count_mismatch``).
 
 Reads from the report: ``tiers[].output``, ``id_field``, ``text_field``, ``unit``,
-``tokenizer`` and ``plan``.
+``tokenizer`` and ``plan``; in a whole-root audit, the paths under the root it is given
+(:mod:`curator.audit.rebase`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import orjson
 
 from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
+from curator.audit.rebase import Rebase
 from curator.corpus.reading import iter_lines
 from curator.corpus.tokenizers import tiktoken_encoding
 from curator.errors import CuratorError
@@ -96,8 +98,10 @@ def _read_plan(path: str | None) -> SubsetPlan | None:
         return None
 
 
-def check_subset(report_path: Path) -> Block:
-    """Prove ``subset_report.json`` from the tiers on disk and ``plan.json``."""
+def check_subset(report_path: Path, root: Path | None = None) -> Block:
+    """Prove ``subset_report.json`` from the tiers on disk and ``plan.json``; with
+    ``root`` (a whole-root audit) the paths it records are read under that root
+    (:mod:`curator.audit.rebase`)."""
     findings: list[Finding] = []
     try:
         report = models.read(SubsetReport, report_path)
@@ -111,13 +115,28 @@ def check_subset(report_path: Path) -> Block:
     id_field = report.id_field or "id"
     text_field = report.text_field or "text"
     unit = report.unit if "unit" in report.model_fields_set else "words"
-    plan = _read_plan(report.plan)
+    where = Rebase.of(report_path, root, report.producer.output_dir if report.producer
+                      else None)
+    outside: list[Finding] = []
+    plan_at = where.path(report.plan, "plan", output=True, problems=outside) \
+        if report.plan else None
+    outputs = {id(t): where.path(t.output, f"tiers[{i}].output", output=True,
+                                    problems=outside)
+               for i, t in enumerate(report.tiers or []) if t.output is not None}
+    tok = report.tokenizer.dump() if report.tokenizer else None
+    if tok and isinstance(tok.get("name"), str) and tok["name"] not in _BUNDLED \
+            and Path(tok["name"]).is_absolute():  # a tokenizer.json: an input
+        tok["name"] = where.path(tok["name"], "tokenizer.name", output=False,
+                                 problems=outside)
+    if outside:
+        return None, outside
+    plan = _read_plan(plan_at)
     if plan is None:
         findings.append(finding("subset_plan_unreadable",
                                 f"plan.json {report.plan!r} cannot be read"))
     stratum_of = {i: key for key, ids in ((plan.strata if plan else None) or {}).items()
                   for i in ids}
-    count, how = _counter(unit, report.tokenizer.dump() if report.tokenizer else None)
+    count, how = _counter(unit, tok)
     tiers_out: list[dict[str, Any]] = []
     previous: set[str] | None = None
     previous_budget = None
@@ -127,7 +146,7 @@ def check_subset(report_path: Path) -> Block:
             findings.append(finding("subset_report_unreadable",
                                     f"{report_path}: tier {budget} names no output"))
             continue
-        ids, texts, bad = _tier_docs(Path(tier.output), id_field, text_field)
+        ids, texts, bad = _tier_docs(Path(str(outputs[id(tier)])), id_field, text_field)
         for b in bad[:EXAMPLES]:
             findings.append(finding("subset_unreadable_document",
                                     f"tier {budget}: {b} is not a record with id and text"))

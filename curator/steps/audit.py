@@ -23,6 +23,7 @@ from curator import models
 from curator.artifacts import file_digest
 from curator.audit.checks import AuditFacts
 from curator.audit.kinds import ArtifactKind, found, kinds_of
+from curator.audit.rebase import Rebase, rebase_values
 from curator.audit.report import (
     REPORT_NAME,
     SCHEMA_VERSION,
@@ -147,11 +148,14 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
         raise CuratorError("output_root_not_found",
                            f"output_root {config.output_root!r} is not a directory")
     configs: dict[str, dict[str, Any]] = {}
+    planned = True
     try:
         plan = models.read(FlowPlanFile, root / "flow_plan.json")
-        configs = {s.key: dict(s.config or {}) for s in plan.steps or []}
+        # a copied or moved root: the plan's paths under its output_root are the copy's
+        configs = {s.key: rebase_values(dict(s.config or {}), plan.output_root, root)
+                   for s in plan.steps or []}
     except FileNotFoundError:
-        pass
+        planned = False
     except (OSError, CuratorError) as exc:  # CuratorError: artifact_invalid, its field
         why = exc.message if isinstance(exc, CuratorError) else f"{type(exc).__name__}: {exc}"
         raise CuratorError("flow_plan_unreadable",
@@ -163,9 +167,48 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
         return config
     ctx = FlowContext(root=root, corpus=None, reads=CorpusView(None), approved_policy=None,
                       offers=found)
-    unset = {k: v for k, v in _derive(ctx).items()
+    derived = _derive(ctx)
+    if not planned:  # built step by step: what the filter read is in its manifest
+        derived = {**_from_manifest(root, derived.get("declared_manifest")),
+                   **{k: v for k, v in derived.items() if v is not None}}
+    unset = {k: v for k, v in derived.items()
              if k not in config.model_fields_set and v is not None}
     return config.model_copy(update=unset)
+
+
+def _from_manifest(root: Path, path: str | None) -> dict[str, Any]:
+    """What a root built one step at a time (no ``flow_plan.json``) says about the
+    filter's input, from its ``run_manifest.json``: the glob it read (``input.glob``,
+    rebased onto ``root``), its id and source fields (``output``), its rejected dir;
+    and the approved policy where ``curate approve`` puts it in a flow's layout
+    (``<root>/policy/approved_policy.yaml``), when there. A manifest that cannot be read
+    gives nothing (the audit reports it as ``manifest_unreadable``)."""
+    if path is None:
+        return {}
+    try:
+        manifest = models.read(RunManifest, path)
+    except (OSError, CuratorError):
+        return {}
+    where = Rebase.of(Path(path), root, manifest.producer.output_dir
+                      if manifest.producer else None)
+    ignored: list[dict[str, Any]] = []  # a path that leaves the root is not derived
+
+    def here(value: Any, field: str, output: bool) -> Any:
+        if isinstance(value, str):
+            return where.path(value, field, output=output, problems=ignored)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            found = where.paths(value, field, output=output, problems=ignored)
+            return found or None
+        return None
+
+    output = manifest.output
+    policy = root / "policy" / "approved_policy.yaml"
+    return {"reference_glob": here(manifest.input.glob if manifest.input else None,
+                                   "input.glob", False),
+            "id_field": output.id_field if output else None,
+            "source_field": output.source_field if output else None,
+            "rejected_dir": here(manifest.rejected_dir, "rejected_dir", True),
+            "approved_policy": str(policy) if policy.is_file() else None}
 
 
 def audit_kinds() -> tuple[ArtifactKind, ...]:
@@ -339,7 +382,8 @@ class AuditRun(StepRun):
         (:mod:`curator.audit.kinds`): ``{key: {artifact, block, findings}}``."""
         out: dict[str, dict[str, Any]] = {}
         for kind, path in self.kinds:
-            block, findings = kind.check(path)
+            assert self.config.output_root is not None  # kinds are found under it
+            block, findings = kind.prove(path, Path(self.config.output_root))
             name = kind.name if kind.name not in out else f"{kind.name}:{path.parent.name}"
             out[name] = {"artifact": str(path), "block": block,
                          "findings": [{**f, "step": kind.name} for f in findings]}
