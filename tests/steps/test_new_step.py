@@ -87,6 +87,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from curator.config import StepConfig
 from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.records import RecordSpec
@@ -104,8 +106,7 @@ class ToyConfig(StepConfig):
     input_glob: str | list[str] | None = None
     output_dir: str = "./output/toy"
     text_field: str = "text"
-    min_words: int = 5
-    """Keep documents of at least this many words."""
+    min_words: int = Field(5, description="Keep documents of at least this many words.")
 
 
 class ToyRun(StepRun):
