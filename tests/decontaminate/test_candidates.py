@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -111,3 +112,22 @@ def test_word_shingles(decon, tmp_path: Path) -> None:
             if a and b and len(a & b) / len(a | b) >= 0.6:
                 want.add(r["id"])
     assert set(removed_rows(tmp_path / "out")) == want and want
+
+
+@pytest.mark.parametrize(("threshold", "dropped"), [(0.7, 3), (0.8, 2)])
+def test_exact_finds_every_pair_exactly_at_the_threshold(decon, tmp_path: Path,
+                                                         threshold: float,
+                                                         dropped: int) -> None:
+    """Prefix filtering loses no pair sitting exactly at ``min_fraction``: every training
+    document that is a ten-word holdout document less ``dropped`` of its words (Jaccard
+    exactly the threshold; ``0.7 * 10`` is ``7.000000000000001`` in floats) is removed,
+    whichever words are missing, the indexed (rarest) ones included."""
+    words = [f"a{i}" for i in range(10)]
+    holdout = [{"id": "h", "text": " ".join(words)}]
+    train = [{"id": "-".join(gone), "text": " ".join(w for w in words if w not in gone)}
+             for gone in itertools.combinations(words, dropped)]
+    decon(train, holdout, shingle_kind="word", word_ngrams=1, threshold=threshold,
+          containment={"enabled": False})
+    removed = removed_rows(tmp_path / "out")
+    assert set(removed) == {r["id"] for r in train}
+    assert {row["similarity"] for row in removed.values()} == {threshold}

@@ -17,7 +17,7 @@ import pytest
 
 from curator.config import CorpusStepConfig, validate_config
 from curator.errors import CuratorError
-from curator.io.parquet_export import export_parquet
+from curator.io.parquet_export import export_parquet, shard_order
 from curator.steps.registry import STEPS
 from tests.steps._worlds import make_world
 
@@ -118,6 +118,20 @@ def test_polars_coercions_are_refused_value_by_value(tmp_path: Path) -> None:
     block = export_parquet(tmp_path, shards)
     assert block["json_columns"] == ["big", "l", "s"]
     _rows_match(tmp_path / "parquet" / "part_0.parquet", shards[0], block["json_columns"])
+
+
+def test_twelve_shards_are_copied_and_listed_in_numeric_order(tmp_path: Path) -> None:
+    """``part_10`` comes after ``part_9``, not after ``part_1``: the shards a step lists
+    (``shard_order``, what the steps hand the export), the copy's block and its rows."""
+    _shards(tmp_path, *[[json.dumps({"id": i})] for i in range(12)])
+    (tmp_path / "part_x.jsonl").write_text('{"id": 12}\n', encoding="utf-8")
+    (tmp_path / "part_a.jsonl").write_text('{"id": 13}\n', encoding="utf-8")
+    shards = shard_order(tmp_path.glob("part_*.jsonl"))
+    assert [p.stem for p in shards] == [f"part_{i}" for i in range(12)] + ["part_a", "part_x"]
+    block = export_parquet(tmp_path, shards)
+    assert [e["from"] for e in block["shards"]] == [p.name for p in shards]
+    ids = [i for e in block["shards"] for i in pl.read_parquet(tmp_path / e["name"])["id"]]
+    assert ids == [*range(12), 13, 12]
 
 
 @pytest.mark.parametrize("line", ['{"id": ', '["not", "an", "object"]'])

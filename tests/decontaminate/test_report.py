@@ -1,0 +1,46 @@
+"""``decontamination_report.json`` from the partitions' scan results (``build_report``,
+a pure function): removed pairs listed most similar first, whichever partition found
+them, and a group found in several partitions listing each holdout id once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from curator.decontamination.report import build_report
+
+
+def scan(removed: list[tuple[str, float]], groups: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"counts": {"documents": 10, "removed": len(removed)}, "key_fields": {"url": 10},
+            "groups": groups, "unverifiable": [],
+            "removed": [{"train_id": t, "holdout_id": "h", "reason": "jaccard",
+                         "similarity": s, "containment": s} for t, s in removed]}
+
+
+def report(scans: list[dict[str, Any]]) -> dict[str, Any]:
+    params = {"skip_similarity": False, "candidates": "exact", "threshold": 0.8,
+              "prefer_id_field": False,
+              "containment": {"enabled": False, "threshold": 0.8, "min_shingles": 25}}
+    producer = {"step_id": "decontamination", "started_at": "t0", "config_hash": "x"}
+    return build_report(params=params, splits={"train": {}, "holdout": {}}, scans=scans,
+                        holdout_key_fields={"url": 3}, paths={}, producer=producer,
+                        completed=True, error=None, shards=[], warnings=[])
+
+
+def test_removed_pairs_are_listed_most_similar_first_across_partitions() -> None:
+    r = report([scan([("a", 0.85), ("b", 1.0)], []), scan([("c", 0.9), ("d", 0.85)], [])])
+    pairs = r["similarity"]["removed_pairs"]
+    assert [(p["train_id"], p["similarity"]) for p in pairs] == [
+        ("b", 1.0), ("c", 0.9), ("a", 0.85), ("d", 0.85)]  # a tie: by train id
+
+
+def test_a_group_found_in_several_partitions_lists_each_holdout_id_once() -> None:
+    def group(train: list[str], holdout: list[str]) -> dict[str, Any]:
+        return {"key": "url:example.org/x", "train_ids": train, "holdout_ids": holdout,
+                "train_documents": len(train)}
+
+    r = report([scan([], [group(["t1"], ["h1", "h2"])]),
+                scan([], [group(["t2", "t3"], ["h2", "h1", "h3"])])])
+    (g,) = r["group_overlap"]["groups"]
+    assert g["holdout_ids"] == ["h1", "h2", "h3"]
+    assert g["train_ids"] == ["t1", "t2", "t3"] and g["train_documents"] == 3
+    assert r["group_overlap"]["shared_group_count"] == 1
