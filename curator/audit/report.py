@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from curator.audit.checks import CHECKERS, AuditFacts, check_containment, observations
+from curator.models import AuditReport
 from curator.steps.spec import Rendering
 
 SCHEMA_VERSION = 1
@@ -72,50 +73,52 @@ def strengths(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def findings_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"finding": f["name"], "message": f["message"]} for f in report["findings"]]
+def findings_rows(report: AuditReport) -> list[dict[str, Any]]:
+    return [{"finding": f.name, "message": f.message} for f in report.findings or []]
 
 
-def render(report: dict[str, Any]) -> Rendering:
+def render(report: AuditReport) -> Rendering:
     """Markdown (deterministic: no times, no output dir), tables and the CLI line."""
-    t = report["target"]
-    verdict = "PASSED" if report["passed"] else "FAILED"
-    lines = [f"# Audit ({report['mode']}): {verdict}", "",
-             f"- target: {t['file_count']} files, {t['row_count']:,} rows, {t['bytes']:,} "
-             f"bytes; unreadable shards {t['unreadable_count']}, bad records "
-             f"{t['bad_record_count']}"]
-    if t.get("digest"):
-        lines.append(f"- corpus digest: `{t['digest']}`")
-    acc = report["accounting"]
-    if acc.get("available"):
-        lines.append(f"- records: {acc['input_documents']:,} in = {acc['output_records']:,} "
-                     f"out + {acc['rejected_records']:,} rejected"
-                     + (" (matched by id)" if acc.get("by_id") else " (counted)"))
-    att = report["attribution"]
-    if att.get("available"):
-        lines.append(f"- attribution: observed delta {att['observed_delta']}, filtered "
-                     f"{att['declared_filtered']}, failed {att['declared_failed']}, "
-                     f"unexplained {att['unexplained']}")
-    c = report.get("containment")
+    t, acc, att = report.target, report.accounting, report.attribution
+    if t is None or acc is None or att is None or report.findings is None \
+            or report.strengths is None:
+        raise ValueError("an audit report without its verdict")  # shown as failed, alone
+    verdict = "PASSED" if report.passed else "FAILED"
+    lines = [f"# Audit ({report.mode}): {verdict}", "",
+             f"- target: {t.file_count} files, {t.row_count:,} rows, {t.bytes:,} "
+             f"bytes; unreadable shards {t.unreadable_count}, bad records "
+             f"{t.bad_record_count}"]
+    if t.digest:
+        lines.append(f"- corpus digest: `{t.digest}`")
+    if acc.available:
+        lines.append(f"- records: {acc.input_documents:,} in = {acc.output_records:,} "
+                     f"out + {acc.rejected_records:,} rejected"
+                     + (" (matched by id)" if acc.by_id else " (counted)"))
+    if att.available:
+        lines.append(f"- attribution: observed delta {att.observed_delta}, filtered "
+                     f"{att.declared_filtered}, failed {att.declared_failed}, "
+                     f"unexplained {att.unexplained}")
+    c = report.containment
     if c is not None:
-        lines.append(f"- containment by {c['comparison_fields']}: "
-                     f"{'verifiable' if c['verifiable'] else 'UNVERIFIABLE'}, "
-                     f"{'contained' if c['contained'] else 'NOT contained'} "
-                     f"({c['missing_row_count']} rows missing from the reference)")
+        lines.append(f"- containment by {c.comparison_fields}: "
+                     f"{'verifiable' if c.verifiable else 'UNVERIFIABLE'}, "
+                     f"{'contained' if c.contained else 'NOT contained'} "
+                     f"({c.missing_row_count} rows missing from the reference)")
     lines += ["", "## Strengths of claim", "", "| level | claim | made | basis / why not |",
               "|---:|---|---|---|"]
-    lines += [f"| {s['level']} | {s['claim']} | {'yes' if s['made'] else 'no'} | "
-              f"{s.get('reason') or s['basis']} |" for s in report["strengths"]]
-    if report.get("steps"):
+    lines += [f"| {s.level} | {s.claim} | {'yes' if s.made else 'no'} | "
+              f"{s.reason or s.basis} |" for s in report.strengths]
+    if report.steps:
         lines += ["", "## Later steps (output_root)", "", "| step | artifact | findings |",
                   "|---|---|---|"]
-        lines += [f"| {key} | `{s['artifact']}` | {', '.join(s['findings']) or 'none'} |"
-                  for key, s in report["steps"].items()]
+        lines += [f"| {key} | `{s.artifact}` | {', '.join(s.findings or []) or 'none'} |"
+                  for key, s in report.steps.items()]
     lines += ["", "## Findings", ""]
-    lines += [f"- `{f['name']}`: {f['message']}" for f in report["findings"]] or ["none"]
-    names = sorted({f["name"] for f in report["findings"]})
-    later = f"; later steps: {', '.join(report['steps'])}" if report.get("steps") else ""
-    summary = (f"audit ({report['mode']}): {verdict}; {t['file_count']} shards, "
-               f"{t['row_count']} rows{later}; findings: {', '.join(names) or 'none'}")
-    return Rendering("\n".join(lines) + "\n", {"findings": findings_rows(report),
-                                               "strengths": report["strengths"]}, summary)
+    lines += [f"- `{f.name}`: {f.message}" for f in report.findings] or ["none"]
+    names = sorted({f.name for f in report.findings})
+    later = f"; later steps: {', '.join(report.steps)}" if report.steps else ""
+    summary = (f"audit ({report.mode}): {verdict}; {t.file_count} shards, "
+               f"{t.row_count} rows{later}; findings: {', '.join(names) or 'none'}")
+    return Rendering("\n".join(lines) + "\n",
+                     {"findings": findings_rows(report),
+                      "strengths": [s.dump() for s in report.strengths]}, summary)

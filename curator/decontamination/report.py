@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from curator.models import DecontaminationReport
 from curator.steps.spec import Rendering
 
 SCHEMA_VERSION = 1
@@ -136,37 +137,37 @@ def build_report(*, params: dict[str, Any], splits: dict[str, Any], scans: list[
     return report
 
 
-def render(report: dict[str, Any]) -> Rendering:
-    r = report["result"]
-    p = report["parameters"]
-    sim = report["similarity"]
-    rules = r.get("removed_by_rule", {})
+def render(report: DecontaminationReport) -> Rendering:
+    r, p, sim = report.result, report.parameters, report.similarity
+    holdout = report.splits.holdout  # a report without these is shown as failed, alone
+    if r is None or p is None or sim is None or holdout is None:
+        raise ValueError("a decontamination report without its result")
+    rules = r.removed_by_rule or {}
     lines = [
-        f"# {report['step_id']}",
+        f"# {report.step_id}",
         "",
-        f"- claim: {report['claim']}",
-        f"- candidates: `{p['candidates']}`, shingles: {p['shingle_kind']} x "
-        f"{p['shingle_size']}, threshold {p['threshold']}",
-        f"- training documents: {r['train_documents_in']} in, "
-        f"{r['train_documents_removed']} removed, {r['train_documents_out']} out",
+        f"- claim: {report.claim}",
+        f"- candidates: `{p.candidates}`, shingles: {p.shingle_kind} x "
+        f"{p.shingle_size}, threshold {p.threshold}",
+        f"- training documents: {r.train_documents_in} in, "
+        f"{r.train_documents_removed} removed, {r.train_documents_out} out",
         f"- rules matched: identity {rules.get('identity', 0)}, jaccard "
         f"{rules.get('jaccard', 0)}, containment {rules.get('containment', 0)} (a removed "
         "document may match several rules: these do not add up to the removed count)",
-        f"- candidate pairs {sim['candidate_pairs']}, verified {sim['verified_duplicates']}, "
-        f"unverifiable {sim['unverifiable_pairs']}",
-        f"- holdout: {report['splits']['holdout'].get('documents')} documents, modified: "
-        f"{report['splits']['holdout'].get('modified')}",
+        f"- candidate pairs {sim.candidate_pairs}, verified {sim.verified_duplicates}, "
+        f"unverifiable {sim.unverifiable_pairs}",
+        f"- holdout: {holdout.documents} documents, modified: {holdout.modified}",
     ]
-    if p["candidates"] == "minhash":
-        lines.append(f"- MinHash expected recall at the threshold: {p['expected_recall']:.4f}")
-    for w in report.get("warnings") or []:
-        lines.append(f"- warning `{w['id']}`: {w['message']}")
-    table = [{"metric": k, "value": v} for k, v in r.items() if not isinstance(v, dict)]
+    if p.candidates == "minhash":
+        lines.append(f"- MinHash expected recall at the threshold: {p.expected_recall:.4f}")
+    for w in report.warnings or []:
+        lines.append(f"- warning `{w.id}`: {w.message}")
+    table = [{"metric": k, "value": v} for k, v in r.dump().items() if not isinstance(v, dict)]
     table += [{"metric": f"removed_by_rule.{k}", "value": v} for k, v in rules.items()]
     pairs = [{k: x[k] for k in ("train_id", "holdout_id", "reason", "similarity",
-                                "containment")} for x in sim["removed_pairs"][:50]]
-    summary = (f"decontamination: {r['train_documents_removed']} of {r['train_documents_in']} "
-               f"training documents removed; {r['train_documents_out']} kept (rules matched: "
+                                "containment")} for x in (sim.removed_pairs or [])[:50]]
+    summary = (f"decontamination: {r.train_documents_removed} of {r.train_documents_in} "
+               f"training documents removed; {r.train_documents_out} kept (rules matched: "
                f"identity {rules.get('identity', 0)}, jaccard {rules.get('jaccard', 0)}, "
                f"containment {rules.get('containment', 0)}; a document may match several)")
     return Rendering("\n".join(lines) + "\n", {"result": table, "removed": pairs}, summary)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from curator.filter.ledger import build_ledger
+from curator.models import RunManifest
+from curator.models.run_manifest import Declared, ManifestInput, ManifestOutput, ManifestPolicy
 from curator.steps.spec import Rendering
 
 SCHEMA_VERSION = 1
@@ -76,56 +78,67 @@ def manifest_and_ledger(facts: FilterFacts, producer: dict[str, Any], *,
     return manifest, ledger
 
 
-def manifest_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def _parts(m: RunManifest) -> tuple[ManifestInput, ManifestOutput, Declared, ManifestPolicy]:
+    """Its blocks a rendering reads (a manifest without them is shown as failed, alone)."""
+    if m.input is None or m.output is None or m.declared is None or m.policy is None:
+        raise ValueError("a run manifest without its input, output, declared or policy")
+    return m.input, m.output, m.declared, m.policy
+
+
+def manifest_rows(manifest: RunManifest) -> list[dict[str, Any]]:
     """The manifest's headline numbers, one row each."""
-    rows = [{"what": "input rows", "value": manifest["input"]["row_count"]},
-            {"what": "output rows", "value": manifest["output"]["row_count"]},
-            {"what": "output shards", "value": manifest["output"]["file_count"]},
-            {"what": "policy status", "value": manifest["policy"]["status"]},
-            {"what": "thresholds applied", "value": manifest["policy"]["thresholds_applied"]},
-            {"what": "completed_at", "value": manifest["producer"].get("completed_at")}]
+    inp, out, declared, policy = _parts(manifest)
+    rows = [{"what": "input rows", "value": inp.row_count},
+            {"what": "output rows", "value": out.row_count},
+            {"what": "output shards", "value": out.file_count},
+            {"what": "policy status", "value": policy.status},
+            {"what": "thresholds applied", "value": policy.thresholds_applied},
+            {"what": "completed_at",
+             "value": manifest.producer.completed_at if manifest.producer else None}]
     rows += [{"what": f"removed by {gate}", "value": n}
-             for gate, n in manifest["declared"]["filtered"].items()]
+             for gate, n in (declared.filtered or {}).items()]
     return rows
 
 
-def ledger_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def ledger_rows(manifest: RunManifest) -> list[dict[str, Any]]:
     """The ledger's accounting, from the manifest's declared block (the same counts the
     ledger is built from): input = success + filtered + failed + quarantined."""
-    declared = manifest["declared"]
-    n_input, n_success = manifest["input"]["row_count"], manifest["output"]["row_count"]
-    filtered = declared["filtered"]
-    accounted = n_success + sum(filtered.values()) + declared["failed"] + \
-        declared["quarantined"]
+    inp, out, declared, _ = _parts(manifest)
+    n_input, n_success = inp.row_count, out.row_count
+    filtered = declared.filtered or {}
+    failed, quarantined = declared.failed, declared.quarantined
+    if n_input is None or n_success is None or failed is None or quarantined is None:
+        raise ValueError("a run manifest without its counts")
+    accounted = n_success + sum(filtered.values()) + failed + quarantined
     rows = [{"field": "n_input", "value": n_input}, {"field": "n_success", "value": n_success},
             {"field": "n_filtered", "value": sum(filtered.values())},
-            {"field": "n_failed", "value": declared["failed"]},
-            {"field": "n_quarantined", "value": declared["quarantined"]},
+            {"field": "n_failed", "value": failed},
+            {"field": "n_quarantined", "value": quarantined},
             {"field": "n_accounted", "value": accounted},
             {"field": "balanced", "value": accounted == n_input}]
     return rows + [{"field": f"filtered_by_reason.{k}", "value": v} for k, v in filtered.items()]
 
 
-def render(manifest: dict[str, Any]) -> Rendering:
-    removed = manifest["declared"]["filtered"]
+def render(manifest: RunManifest) -> Rendering:
+    inp, out, declared, policy = _parts(manifest)
+    removed = declared.filtered or {}
     removed_text = ", ".join(f"{k} {v}" for k, v in removed.items()) or "-"
     lines = [
-        f"# Filter run ({'complete' if manifest['producer'].get('completed_at') else 'FAILED'})",
+        f"# Filter run ({'complete' if manifest.is_complete else 'FAILED'})",
         "",
-        f"- records in: {manifest['input']['row_count']:,}, kept: "
-        f"{manifest['output']['row_count']:,} in {manifest['output']['file_count']} shards",
-        f"- policy: {manifest['policy']['status']} "
-        f"({manifest['policy']['thresholds_applied']} thresholds applied)",
-        f"- rejected records (with their gate and scores): `{manifest['rejected_dir']}`",
+        f"- records in: {inp.row_count:,}, kept: "
+        f"{out.row_count:,} in {out.file_count} shards",
+        f"- policy: {policy.status} ({policy.thresholds_applied} thresholds applied)",
+        f"- rejected records (with their gate and scores): `{manifest.rejected_dir}`",
         "", "| gate | records removed |", "|---|---:|",
         *[f"| {k} | {v:,} |" for k, v in removed.items()],
     ]
     summary = (
-        f"filter: {manifest['input']['row_count']} records in, "
-        f"{manifest['output']['row_count']} kept in {manifest['output']['file_count']} "
-        f"shards; removed by gate: {removed_text}; failed {manifest['declared']['failed']}; "
-        f"policy {manifest['policy']['status']}\n"
-        f"  rejected   {manifest['rejected_dir']}  (one line per removed record, with its "
+        f"filter: {inp.row_count} records in, "
+        f"{out.row_count} kept in {out.file_count} "
+        f"shards; removed by gate: {removed_text}; failed {declared.failed}; "
+        f"policy {policy.status}\n"
+        f"  rejected   {manifest.rejected_dir}  (one line per removed record, with its "
         "gates and scores)"
     )
     return Rendering("\n".join(lines) + "\n",

@@ -8,38 +8,37 @@ from typing import Any
 
 from curator.ingest.dedup import DedupResult
 from curator.ingest.records import REASONS, IdentitySpec
-from curator.models import CompletionArtifact
+from curator.models import IngestReport
 from curator.pipeline import PipelineResult
 from curator.steps.spec import Rendering
 
 
-def render(report: dict[str, Any]) -> Rendering:
-    ok = CompletionArtifact.model_validate(report).is_complete
+def render(report: IngestReport) -> Rendering:
+    seen = report.documents_seen or 0
+    accepted = report.documents_accepted or 0
+    rejected = report.documents_rejected or 0
     lines = [
-        f"# Ingest report ({'complete' if ok else 'FAILED'})",
+        f"# Ingest report ({'complete' if report.is_complete else 'FAILED'})",
         "",
-        f"- output: `{report.get('output_dir')}`",
-        f"- documents seen: {report.get('documents_seen', 0)}, accepted: "
-        f"{report.get('documents_accepted', 0)}, rejected: {report.get('documents_rejected', 0)}"
-        f", skipped as resumed: {report.get('documents_skipped_resumed', 0)}",
-        f"- balance ok: {report.get('balance', {}).get('ok')}",
+        f"- output: `{report.output_dir}`",
+        f"- documents seen: {seen}, accepted: {accepted}, rejected: {rejected}"
+        f", skipped as resumed: {report.documents_skipped_resumed or 0}",
+        f"- balance ok: {report.balance.ok if report.balance is not None else None}",
     ]
-    if report.get("error"):
-        lines.append(f"- error: `{report['error']['error_id']}` {report['error']['message']}")
-    reasons = report.get("rejections_by_reason") or {}
+    if report.error is not None:
+        lines.append(f"- error: `{report.error.error_id}` {report.error.message}")
+    reasons = report.rejections_by_reason or {}
     if reasons:
         lines += ["", "| rejection reason | documents |", "|---|---:|"]
         lines += [f"| {k} | {v:,} |" for k, v in reasons.items()]
-    if report.get("encodings_used"):
+    if report.encodings_used:
         lines += ["", "| encoding | documents |", "|---|---:|"]
-        lines += [f"| {k} | {v:,} |" for k, v in report["encodings_used"].items()]
+        lines += [f"| {k} | {v:,} |" for k, v in report.encodings_used.items()]
     summary = (
-        f"ingest: {report.get('documents_seen', 0)} documents seen, "
-        f"{report.get('documents_accepted', 0)} accepted, "
-        f"{report.get('documents_rejected', 0)} rejected "
+        f"ingest: {seen} documents seen, {accepted} accepted, {rejected} rejected "
         f"({', '.join(f'{k} {v}' for k, v in reasons.items()) or '-'}); "
-        f"{len(report.get('shards') or [])} shards in {report.get('output_dir')}; "
-        f"report {str(report.get('output_dir')).rstrip('/')}/ingest_report.json"
+        f"{len(report.shards or [])} shards in {report.output_dir}; "
+        f"report {str(report.output_dir).rstrip('/')}/ingest_report.json"
     )
     tables = {"rejections": [{"reason": k, "documents": v} for k, v in reasons.items()]}
     return Rendering("\n".join(lines) + "\n", tables, summary)

@@ -47,6 +47,26 @@ class Accounting(ArtifactModel):
     balanced: bool | None = None
 
 
+class Attribution(ArtifactModel):
+    """The input->output difference attributed to the ledger's gates."""
+
+    available: bool | None = None
+    reason: str | None = None
+    observed_delta: Count | None = None
+    declared_filtered: Count | None = None
+    declared_failed: Count | None = None
+    unexplained: Count | None = None
+
+
+class Containment(ArtifactModel):
+    """Whether every target row is in the reference, by ``comparison_fields``."""
+
+    comparison_fields: list[str] | None = None
+    verifiable: bool | None = None
+    contained: bool | None = None
+    missing_row_count: Count | None = None
+
+
 class StepCheck(ArtifactModel):
     """A later step's artifact proved by its checker (``output_root``): the artifact,
     its checker's block, the names of its findings."""
@@ -64,8 +84,8 @@ class AuditReport(CompletionArtifact):
     target: Target | None = None
     completeness: dict[str, Any] | None = None
     policy: dict[str, Any] | None = None
-    attribution: dict[str, Any] | None = None
+    attribution: Attribution | None = None
     accounting: Accounting | None = None
-    containment: dict[str, Any] | None = None
+    containment: Containment | None = None
     observations: dict[str, Any] | None = None
     steps: dict[str, StepCheck] | None = None

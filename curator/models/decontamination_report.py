@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator.models.producer import ArtifactModel, CompletionArtifact, Count, Shard
+from curator.models.producer import (
+    ArtifactModel,
+    CompletionArtifact,
+    Count,
+    Number,
+    Shard,
+    StepWarning,
+)
 
 NAME = "decontamination_report.json"
 
@@ -53,6 +60,25 @@ class Splits(ArtifactModel):
     holdout: SplitBlock | None = None
 
 
+class DecontaminationParameters(ArtifactModel):
+    """The parameters it ran with (the rest of its config block as written)."""
+
+    candidates: str | None = None
+    shingle_kind: str | None = None
+    shingle_size: Count | None = None
+    threshold: Number | None = None
+    expected_recall: Number | None = None
+
+
+class Similarity(ArtifactModel):
+    """The similarity pass: its candidate pairs, and the pairs it removed."""
+
+    candidate_pairs: Count | None = None
+    verified_duplicates: Count | None = None
+    unverifiable_pairs: Count | None = None
+    removed_pairs: list[dict[str, Any]] | None = None
+
+
 class DecontaminationOutput(ArtifactModel):
     rows: Count | None = None
     shards: list[Shard] | None = None
@@ -67,5 +93,7 @@ class DecontaminationReport(CompletionArtifact):
     result: DecontaminationResult | None = None
     splits: Splits | None = None
     output: DecontaminationOutput | None = None
-    warnings: list[Any] | None = None
+    warnings: list[StepWarning] | None = None
     claim: str | None = None
+    parameters: DecontaminationParameters | None = None
+    similarity: Similarity | None = None

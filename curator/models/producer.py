@@ -62,6 +62,13 @@ class Producer(ArtifactModel):
     execution: Execution | None = None
 
 
+class StepWarning(ArtifactModel):
+    """A warning a person must see: its id and message."""
+
+    id: str | None = None
+    message: str | None = None
+
+
 class Shard(ArtifactModel):
     """One written shard as a report lists it: its name, rows and sha256."""
 
@@ -110,4 +117,4 @@ class CompletionArtifact(ArtifactModel):
 
 
 __all__ = ["ArtifactModel", "CompletionArtifact", "Count", "ErrorBlock", "Execution",
-           "Number", "ParquetCopy", "ParquetShard", "Producer", "Shard"]
+           "Number", "ParquetCopy", "ParquetShard", "Producer", "Shard", "StepWarning"]

@@ -26,6 +26,7 @@ class SignalBlock(ArtifactModel):
     signal: str
     direction: str | None = None
     units: str | None = None
+    n_scored: Count | None = None
     views: dict[str, dict[str, Any]] | None = None
     histogram: dict[str, Any] | None = None
 

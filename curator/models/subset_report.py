@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator.models.producer import ArtifactModel, CompletionArtifact, Count
+from curator.models.producer import ArtifactModel, CompletionArtifact, Count, StepWarning
 
 NAME = "subset_report.json"
 
@@ -39,13 +39,6 @@ class Tier(ArtifactModel):
     per_stratum_tokens: dict[str, Count] | None = None
     per_stratum_deviation: dict[str, Count] | None = None
     strata_exhausted: list[str] | None = None
-
-
-class StepWarning(ArtifactModel):
-    """A warning a person must see: its id and message."""
-
-    id: str | None = None
-    message: str | None = None
 
 
 class Stratum(ArtifactModel):
@@ -85,3 +78,5 @@ class SubsetReport(CompletionArtifact):
     nesting_verified: bool | None = None
     interpretation: str | None = None
     warnings: list[StepWarning] | None = None
+    #: its picture of per-stratum shares (``tier_shares.png``), when it drew one
+    picture: str | None = None

@@ -13,6 +13,7 @@ from curator.artifacts import canonical_digest
 from curator.corpus.langid import FastTextLangId
 from curator.errors import CuratorError
 from curator.langpack import LangPack
+from curator.models import ProfileReport
 from curator.profile.passes import LANGUAGE, LANGUAGE_SCORE
 from curator.profile.summary import render_summary
 from curator.signals.registry import IMPL_VERSION, SignalSpec
@@ -21,31 +22,37 @@ from curator.steps.spec import Rendering
 SAMPLING_METHOD = "per-source proportional allocation, hash-bottom-k by sha256(seed:key)"
 
 
-def signal_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def signal_rows(report: ProfileReport) -> list[dict[str, Any]]:
     """One row per signal: median, p10/p90 and the gate points a reviewer looks at first."""
+    if report.signals is None:
+        raise ValueError("a profile report without its signals")  # shown as failed, alone
     rows = []
-    for block in report["signals"]:
-        micro = (block.get("views") or {}).get("micro") or {}
+    for block in report.signals:
+        micro = (block.views.get("micro") if block.views else None) or {}
         rows.append({
-            "signal": block["signal"], "units": block.get("units"),
-            "direction": block["direction"], "documents scored": block.get("n_scored"),
+            "signal": block.signal, "units": block.units,
+            "direction": block.direction, "documents scored": block.n_scored,
             "p10": micro.get("p10"), "p50": micro.get("p50"), "p90": micro.get("p90"),
         })
     return rows
 
 
-def render(report: dict[str, Any]) -> Rendering:
-    out = Path(report["producer"]["output_dir"])
-    corpus = report["corpus"]
+def render(report: ProfileReport) -> Rendering:
+    corpus, sampling, producer = report.corpus, report.sampling, report.producer
+    if corpus is None or sampling is None or producer is None or report.signals is None \
+            or producer.output_dir is None:
+        raise ValueError("a profile report without its corpus")  # shown as failed, alone
+    out = Path(producer.output_dir)
     summary = (
-        f"profile: {corpus['document_count']} documents in {corpus['source_count']} sources, "
-        f"{report['sampling']['sampled']} sampled, {len(report['signals'])} signals; "
-        f"fingerprint {corpus['fingerprint']}\n"
+        f"profile: {corpus.document_count} documents in {corpus.source_count} sources, "
+        f"{sampling.sampled} sampled, {len(report.signals)} signals; "
+        f"fingerprint {corpus.fingerprint}\n"
         f"  summary    {out / 'profile_summary.md'}\n"
         f"  candidates {out / 'candidate_policies.yaml'}  (approve with `curate approve`)\n"
         f"  report     {out / 'profile_report.json'}"
     )
-    return Rendering(render_summary(report), {"signals": signal_rows(report)}, summary)
+    # profile_summary.md is rendered from the report as written (curator/profile/summary.py)
+    return Rendering(render_summary(report.dump()), {"signals": signal_rows(report)}, summary)
 
 
 def sample_weights(scores: pl.DataFrame, populations: dict[str, int]) -> tuple[np.ndarray, ...]:

@@ -375,7 +375,8 @@ class AuditRun(StepRun):
             return [(self.report_path, models.build(AuditReport, self._unfinished(producer)))]
         report = models.build(AuditReport, build_report(facts, producer, self.error_block(),
                                                         self.step_checks()))
-        return [(self.out / SUMMARY_NAME, render(report).markdown), (self.report_path, report)]
+        shown = render(AuditReport.model_validate(report)).markdown
+        return [(self.out / SUMMARY_NAME, shown), (self.report_path, report)]
 
     def step_checks(self) -> dict[str, dict[str, Any]]:
         """Each later step's artifact found under ``output_root``, proved by its checker

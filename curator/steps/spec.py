@@ -177,7 +177,7 @@ class StepSpec:
     completion_name: Callable[[dict[str, Any]], str | None]  # file under output_dir
     input_key: str  # the config key that names what it reads (a glob or paths)
     derive: Callable[[FlowContext], dict[str, Any]]  # its config keys in a flow
-    render: Callable[[dict[str, Any]], Rendering]
+    render: Callable[[Any], Rendering]  # render(its completion artifact, a :attr:`model`)
     #: what it reads from earlier steps, by port (a flow wires steps by these names)
     consumes: tuple[Port, ...] = ()
     #: what it writes that a later step, the audit or the report reads, by port; its
@@ -274,20 +274,21 @@ class StepSpec:
         return models.load(self.model, raw, where)
 
     def rendered(self, report: CompletionArtifact | dict[str, Any]) -> Rendering:
-        """:attr:`render` of a report (its model, or the dict a run returned); a failed
-        run's report is marked as such (its own rendering where the report has enough
-        for it)."""
-        artifact = (report if isinstance(report, CompletionArtifact)
-                    else models.parse(self.model, report,
-                                      f"{self.step_id}'s report"))
-        data = artifact.dump()  # render() reads the report a person sees, as written
+        """:attr:`render` of a report (its model, or the dict a run returned), read as
+        :attr:`model`; a failed run's report is marked as such (its own rendering where
+        the report has enough for it)."""
+        if isinstance(report, self.model):
+            artifact = report
+        else:
+            data = report.dump() if isinstance(report, CompletionArtifact) else report
+            artifact = models.parse(self.model, data, f"{self.step_id}'s report")
         if artifact.is_complete:
-            return self.render(data)
+            return self.render(artifact)
         err = artifact.failure()
         head = f"# {self.step_id}: FAILED\n\n- error: `{err.error_id}` {err.message}\n\n"
         summary = f"{self.key}: FAILED [{err.error_id}] {err.message}"
         try:
-            shown = self.render(data)
+            shown = self.render(artifact)
         except (KeyError, TypeError, ValueError, AttributeError):
             return Rendering(head, {}, summary)
         return Rendering(head + shown.markdown, shown.tables, summary)

@@ -406,7 +406,8 @@ class SubsetRun(StepRun):
         }
         if self.completed:
             report["completed_at"] = report["producer"]["completed_at"]
-            report["picture"] = str(write_picture(report, self.out / PICTURE_NAME))
+            drawn = SubsetReport.model_validate(models.build(SubsetReport, report))
+            report["picture"] = str(write_picture(drawn, self.out / PICTURE_NAME))
         block = self.error_block()
         if block is not None:
             report["error"] = block

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from curator.models import SubsetReport
+from curator.models.subset_report import Stratum, SubsetCorpus, TokenCache
 from curator.steps.spec import Rendering
 from curator.subset.planning import Plan
 
@@ -61,12 +63,12 @@ def interpretation(unit: str) -> str:
             "one.")
 
 
-def _cache_text(cache: Any) -> str:
+def _cache_text(cache: TokenCache | None) -> str:
     """``{dir, hits, misses}`` as a person reads it."""
-    if not isinstance(cache, dict):
+    if cache is None:
         return str(cache)
-    where = f"`{cache['dir']}`" if cache.get("dir") else "none (whitespace words are not cached)"
-    return f"{cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses; {where}"
+    where = f"`{cache.dir}`" if cache.dir else "none (whitespace words are not cached)"
+    return f"{cache.hits or 0:,} hits, {cache.misses or 0:,} misses; {where}"
 
 
 def _bar(share: float, width: int = 20) -> str:
@@ -74,53 +76,64 @@ def _bar(share: float, width: int = 20) -> str:
     return "#" * n + "." * (width - n)
 
 
-def render(report: dict[str, Any]) -> Rendering:
-    tiers = report.get("tiers") or []
-    unit = report.get("unit", "tokens")
-    corpus = report.get("corpus") or {}
-    tok = report.get("tokenizer")
-    who = f"{tok['name']} ({tok['revision'][:19]}...)" if tok else "whitespace words"
-    lines = [f"# {report['producer']['step_id']}", "",
-             f"- corpus: {corpus.get('documents', 0):,} documents, "
-             f"{corpus.get('total_tokens', 0):,} {unit}; counted with {who}",
-             f"- token cache: {_cache_text(report.get('token_cache'))}", "",
+def _strata(report: SubsetReport) -> dict[str, Stratum]:
+    return (report.stratification.strata if report.stratification else None) or {}
+
+
+def _tokens(stratum: Stratum) -> int:
+    if stratum.tokens is None:
+        raise ValueError("a stratum without its tokens")
+    return stratum.tokens
+
+
+def render(report: SubsetReport) -> Rendering:
+    tiers = report.tiers or []
+    unit = report.unit if "unit" in report.model_fields_set else "tokens"
+    corpus = report.corpus or SubsetCorpus()
+    tok = report.tokenizer
+    who = f"{tok.name} ({(tok.revision or '')[:19]}...)" if tok else "whitespace words"
+    step_id = report.producer.step_id if report.producer is not None else None
+    lines = [f"# {step_id}", "",
+             f"- corpus: {corpus.documents or 0:,} documents, "
+             f"{corpus.total_tokens or 0:,} {unit}; counted with {who}",
+             f"- token cache: {_cache_text(report.token_cache)}", "",
              "## Tiers", "",
              f"| budget ({unit}) | documents | achieved ({unit}) | achieved (% of budget) "
              f"| shortfall ({unit}) | strata exhausted |",
              "|---:|---:|---:|---:|---:|---:|"]
     table = []
     for t in tiers:
-        lines.append(f"| {t['budget']:,} | {t['document_count']:,} | "
-                     f"{t['achieved_tokens']:,} | "
-                     f"{100 * t['achieved_tokens'] / (t['budget'] or 1):.1f}% | "
-                     f"{t['token_shortfall']:,} | {len(t['strata_exhausted'])} |")
-        table.append({f"budget ({unit})": t["budget"], "documents": t["document_count"],
-                      f"achieved ({unit})": t["achieved_tokens"],
-                      "achieved (% of budget)": round(
-                          100 * t["achieved_tokens"] / (t["budget"] or 1), 1),
-                      f"shortfall ({unit})": t["token_shortfall"],
-                      "strata exhausted": len(t["strata_exhausted"])})
-    strata = (report.get("stratification") or {}).get("strata") or {}
-    total = sum(s["tokens"] for s in strata.values()) or 1
+        docs, achieved, shortfall = t.document_count, t.achieved_tokens, t.token_shortfall
+        if docs is None or achieved is None or shortfall is None or t.strata_exhausted is None:
+            raise ValueError("a tier without its counts")  # the report is shown as failed
+        lines.append(f"| {t.budget:,} | {docs:,} | {achieved:,} | "
+                     f"{100 * achieved / (t.budget or 1):.1f}% | "
+                     f"{shortfall:,} | {len(t.strata_exhausted)} |")
+        table.append({f"budget ({unit})": t.budget, "documents": docs,
+                      f"achieved ({unit})": achieved,
+                      "achieved (% of budget)": round(100 * achieved / (t.budget or 1), 1),
+                      f"shortfall ({unit})": shortfall,
+                      "strata exhausted": len(t.strata_exhausted)})
+    strata = _strata(report)
+    total = sum(_tokens(s) for s in strata.values()) or 1
     if strata and tiers:
         lines += ["", "## Per-stratum token shares", "", "| stratum | corpus | "
-                  + " | ".join(f"{t['budget']:,}" for t in tiers) + " |",
+                  + " | ".join(f"{t.budget:,}" for t in tiers) + " |",
                   "|---|---|" + "---|" * len(tiers)]
         for key, s in strata.items():
-            cells = [f"`{_bar(s['tokens'] / total)}` {s['tokens'] / total:.1%}"]
+            cells = [f"`{_bar(_tokens(s) / total)}` {_tokens(s) / total:.1%}"]
             for t in tiers:
-                got = (t.get("per_stratum_tokens") or {}).get(key, 0)
-                share = got / (t["achieved_tokens"] or 1)
+                got = t.per_stratum_tokens.get(key, 0) if t.per_stratum_tokens else 0
+                share = got / (t.achieved_tokens or 1)
                 cells.append(f"`{_bar(share)}` {share:.1%}")
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
         lines += picture_markdown(report)
-    warnings = report.get("warnings") or []
     lines += ["", "## Warnings", ""]
-    lines += [f"- `{w['id']}`: {w['message']}" for w in warnings] or ["none"]
+    lines += [f"- `{w.id}`: {w.message}" for w in report.warnings or []] or ["none"]
     summary = (f"subset: {len(tiers)} tiers ("
-               + ", ".join(f"{t['budget']:,}: {t['document_count']} docs, "
-                           f"{t['achieved_tokens']:,} {unit}" for t in tiers)
-               + f"); nesting verified: {bool(report.get('nesting_verified'))}")
+               + ", ".join(f"{t.budget:,}: {t.document_count} docs, "
+                           f"{t.achieved_tokens:,} {unit}" for t in tiers)
+               + f"); nesting verified: {bool(report.nesting_verified)}")
     return Rendering("\n".join(lines) + "\n", {"tiers": table}, summary)
 
 
@@ -129,26 +142,26 @@ PICTURE_NAME = "tier_shares.png"
 MAX_INLINE_PICTURE_BYTES = 1_000_000
 
 
-def picture_markdown(report: dict[str, Any]) -> list[str]:
+def picture_markdown(report: SubsetReport) -> list[str]:
     """The report's ``tier_shares.png`` as a markdown image with a ``data:`` URI, so the
     ``subset-report`` Prefect artifact shows it (the Prefect UI cannot open a file on
     the worker's disk); no lines when there is no picture, or it is too big to inline."""
     import base64
 
-    path = report.get("picture")
+    path = report.picture
     picture = Path(str(path)) if path else None
     if picture is None or picture.suffix != ".png" or not picture.is_file() or \
             picture.stat().st_size > MAX_INLINE_PICTURE_BYTES:
         return []
     data = base64.b64encode(picture.read_bytes()).decode("ascii")
-    unit = report.get("unit", "tokens")
+    unit = report.unit if "unit" in report.model_fields_set else "tokens"
     return ["", f"![per-stratum shares of {unit}: the corpus and each tier]"
                 f"(data:image/png;base64,{data})",
             "", f"*Per-stratum shares of {unit}, the corpus and each tier "
                 f"(`{picture.name}`).*"]
 
 
-def write_picture(report: dict[str, Any], path: Path) -> Path | None:
+def write_picture(report: SubsetReport, path: Path) -> Path | None:
     """Per-stratum token shares of the corpus and of each tier, as stacked horizontal
     bars (the ten largest strata, the rest as ``other``); PNG, Agg, no ``Software``
     metadata, written atomically. ``None`` when there is nothing to draw."""
@@ -159,13 +172,13 @@ def write_picture(report: dict[str, Any], path: Path) -> Path | None:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    strata = (report.get("stratification") or {}).get("strata") or {}
-    tiers = report.get("tiers") or []
+    strata = _strata(report)
+    tiers = report.tiers or []
     if not strata or not tiers:
         return None
-    top = [k for k, _ in sorted(strata.items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))[:10]]
-    rows = [("corpus", {k: s["tokens"] for k, s in strata.items()})]
-    rows += [(f"{t['budget']:,}", t.get("per_stratum_tokens") or {}) for t in tiers]
+    top = [k for k, _ in sorted(strata.items(), key=lambda kv: (-_tokens(kv[1]), kv[0]))[:10]]
+    rows = [("corpus", {k: _tokens(s) for k, s in strata.items()})]
+    rows += [(f"{t.budget:,}", t.per_stratum_tokens or {}) for t in tiers]
     fig = Figure(figsize=(8, 1.2 + 0.45 * len(rows)), dpi=100)
     ax = fig.add_subplot()
     colors = [matplotlib.colormaps["tab20"](i) for i in range(len(top) + 1)]
@@ -181,7 +194,8 @@ def write_picture(report: dict[str, Any], path: Path) -> Path | None:
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel(f"share of {report.get('unit', 'tokens')}")
+    unit = report.unit if "unit" in report.model_fields_set else "tokens"
+    ax.set_xlabel(f"share of {unit}")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp")

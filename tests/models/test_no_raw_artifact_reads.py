@@ -46,9 +46,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "curator/flow/approval.py": (2, "the approved policy YAML (curator/policy's own model) "
                                     "and a JSON round trip of a mapping"),
     "curator/filter/report.py": (1, "the writer's own error block"),
-    "curator/profile/report.py": (1, RENDER),
     "curator/profile/summary.py": (2, RENDER),
-    "curator/subset/report.py": (3, RENDER),
     "curator/report/page.py": (6, RENDER),
     "flows/direct.py": (1, "Prefect's profiles.toml, not an artifact"),
     "examples/demo/summary.py": (5, "corpus lines, the demo generator's planted.json, and "

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from curator.filter.report import FilterFacts, ledger_rows, manifest_and_ledger
+from curator.models import RunManifest
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 
@@ -37,7 +38,7 @@ def test_a_completed_runs_manifest_and_ledger_balance() -> None:
     assert manifest["declared"]["rows_absent_from_output"] == 27
     assert manifest["input"]["unparsable_rows"] == 2 and "error" not in manifest
     assert ledger["balanced"] is True and ledger["n_accounted"] == 100
-    by_field = {r["field"]: r["value"] for r in ledger_rows(manifest)}
+    by_field = {r["field"]: r["value"] for r in ledger_rows(RunManifest.model_validate(manifest))}
     for key in ("n_input", "n_success", "n_filtered", "n_failed", "n_accounted", "balanced"):
         assert by_field[key] == ledger[key], key
 
