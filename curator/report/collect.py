@@ -50,11 +50,6 @@ class StepArtifacts:
         return self.spec.key
 
     @property
-    def data(self) -> dict[str, Any] | None:
-        """The completion artifact as written (validated by its model), for the page."""
-        return self.artifact.dump() if self.artifact is not None else None
-
-    @property
     def complete(self) -> bool:
         return self.artifact is not None and self.artifact.is_complete
 
@@ -79,16 +74,6 @@ class RunArtifacts:
     funnel: list[FunnelRow]
     tiers: list[FunnelRow]
 
-    @property
-    def flow_plan(self) -> dict[str, Any] | None:
-        """``flow_plan.json`` as written (validated by its model), for the page."""
-        return self.plan.dump() if self.plan is not None else None
-
-    @property
-    def flow_report(self) -> dict[str, Any] | None:
-        """``flow_report.json`` as written (validated by its model), for the page."""
-        return self.flow.dump() if self.flow is not None else None
-
     def local(self, path: str | Path) -> Path:
         """``path`` under this root when an artifact names it under the root the run
         wrote to (a copied or moved root); else ``path``."""
@@ -101,10 +86,6 @@ class RunArtifacts:
 
     def step(self, key: str) -> StepArtifacts | None:
         return next((s for s in self.steps if s.key == key), None)
-
-    def data(self, key: str) -> dict[str, Any] | None:
-        s = self.step(key)
-        return s.data if s is not None else None
 
 
 def read_artifact(spec: StepSpec, path: Path) -> tuple[CompletionArtifact | None, str | None]:

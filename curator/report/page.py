@@ -16,15 +16,25 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import jinja2
 import jinja2.ext
 from markupsafe import Markup
 
+from curator.models import (
+    ArtifactModel,
+    AuditReport,
+    DecontaminationReport,
+    ProfileReport,
+    RunManifest,
+    SubsetReport,
+)
 from curator.report.collect import RunArtifacts, collect
 from curator.report.svg import histogram, share_bar
+
+_A = TypeVar("_A", bound=ArtifactModel)
 
 REPORT_NAME = "report.html"
 #: a directory's files are linked one by one up to this many; the rest by the directory
@@ -163,23 +173,32 @@ class View:
         href = quote(rel.replace(os.sep, "/")) + ("/" if p.is_dir() else "")
         return Link(href, text or rel)
 
+    def artifact(self, key: str, model: type[_A]) -> _A | None:
+        """Step ``key``'s typed completion artifact, when it has one with any keys."""
+        step = self.run.step(key)
+        found = step.artifact if step is not None else None
+        return found if isinstance(found, model) and found.dump() else None
+
     def header(self) -> dict[str, Any]:
-        flow = self.run.flow_report or {}
-        status = flow.get("status")
-        err = flow.get("error")
+        flow = self.run.flow
+        status = flow.status if flow else None
+        err = flow.error if flow else None
         return {
-            "root": str(self.run.root), "flow": bool(flow), "status": status,
+            "root": str(self.run.root), "flow": bool(flow and flow.dump()), "status": status,
             "status_class": "ok" if status == "ok" else "bad" if status else "muted",
-            "started": flow.get("started_at"), "finished": flow.get("completed_at"),
-            "policy": flow.get("policy_status"), "applied": flow.get("policy_applied"),
-            "audit_passed": flow.get("audit_passed"),
-            "error": (err.get("error_id"), err.get("message")) if isinstance(err, dict) else None,
+            "started": flow.started_at if flow else None,
+            "finished": flow.completed_at if flow else None,
+            "policy": flow.policy_status if flow else None,
+            "applied": flow.policy_applied if flow else None,
+            "audit_passed": flow.audit_passed if flow else None,
+            "error": (err.error_id, err.message if "message" in err.model_fields_set else None)
+            if err is not None else None,
         }
 
     def steps(self) -> dict[str, Any]:
         rows = []
         for s in self.run.steps:
-            if s.data is None:
+            if s.artifact is None:
                 state, text = "muted", s.problem or "absent"
             elif s.complete:
                 state, text = "ok", "complete"
@@ -204,7 +223,8 @@ class View:
                 and points[-1][1] == run.tiers[0].documents_in:  # the corpus the subset counted
             points[-1] = (points[-1][0], points[-1][1], run.tiers[0].tokens_in)
         points += [(st.label, st.documents_out, st.tokens_out) for st in run.tiers]
-        unit = str((run.data("subset") or {}).get("unit") or "tokens")
+        subset = self.artifact("subset", SubsetReport)
+        unit = str((subset.unit if subset else None) or "tokens")
         losses = []
         previous: int | None = None
         for st in [*run.funnel, *run.tiers]:
@@ -221,29 +241,29 @@ class View:
     def removals(self) -> dict[str, Any]:
         # gates, rules: their Counts; None without an artifact; "unreadable" for another shape
         view: dict[str, Any] = {"gates": None, "rules": None}
-        manifest = self.run.data("filter")
-        if manifest:
-            try:
-                filtered = manifest["declared"]["filtered"]
-                n_in = int(manifest["input"]["row_count"])
-                gates = list(dict.fromkeys([*manifest.get("gates", []), *filtered]))
-                view["gates"] = Counts([(str(g), int(filtered.get(g, 0))) for g in gates],
-                                       max([*filtered.values(), 1]), n_in)
-                view["rejected"] = self.link(Path(str(manifest["rejected_dir"])))
-            except (KeyError, TypeError, ValueError):
+        manifest = self.artifact("filter", RunManifest)
+        if manifest is not None:
+            filtered = manifest.declared.filtered if manifest.declared else None
+            n_in = manifest.input.row_count if manifest.input else None
+            if filtered is None or n_in is None or manifest.rejected_dir is None:
                 view["gates"] = "unreadable"
-        report = self.run.data("decontamination")
-        if report:
-            try:
-                res = report["result"]
-                rules = res.get("removed_by_rule") or {}
-                n_in = int(res["train_documents_in"])
-                view["rules"] = Counts([(str(k), int(v)) for k, v in rules.items()],
-                                       max([*rules.values(), 1]), n_in)
-                view["removed"] = int(res["train_documents_removed"])
-                view["claim"] = str(report.get("claim", ""))
-            except (KeyError, TypeError, ValueError):
+            else:
+                gates = list(dict.fromkeys([*(manifest.gates or []), *filtered]))
+                view["gates"] = Counts([(str(g), filtered.get(g, 0)) for g in gates],
+                                       max([*filtered.values(), 1]), n_in)
+                view["rejected"] = self.link(Path(manifest.rejected_dir))
+        report = self.artifact("decontamination", DecontaminationReport)
+        if report is not None:
+            res = report.result
+            if res is None or res.train_documents_in is None \
+                    or res.train_documents_removed is None:
                 view["rules"] = "unreadable"
+            else:
+                rules = res.removed_by_rule or {}
+                view["rules"] = Counts([(str(k), v) for k, v in rules.items()],
+                                       max([*rules.values(), 1]), res.train_documents_in)
+                view["removed"] = res.train_documents_removed
+                view["claim"] = report.claim if report.claim is not None else ""
         return view
 
     def thresholds(self) -> dict[str, list[tuple[str, str, float]]]:
@@ -267,71 +287,67 @@ class View:
 
     def profile(self) -> dict[str, Any]:
         run = self.run
-        report = run.data("profile")
-        if not report:
+        report = self.artifact("profile", ProfileReport)
+        if report is None:
             return {"report": False}
         marks = self.thresholds()
         signals = []
-        for block in report.get("signals") or []:
-            if not isinstance(block, dict):
-                continue
-            name = str(block.get("signal"))
-            micro = (block.get("views") or {}).get("micro") or {}
+        for block in report.signals or []:
+            name = block.signal
+            micro = (block.views.get("micro") if block.views else None) or {}
             quants = ", ".join(f"{q} {micro[q]:.4g}" for q in ("p10", "p50", "p90")
                                if isinstance(micro.get(q), int | float))
-            chart = histogram(block.get("histogram") or {}, marks.get(name, []), name,
-                              str(block.get("units") or ""))
-            signals.append(Signal(name, str(block.get("direction")), quants,
+            chart = histogram(block.histogram or {}, marks.get(name, []), name,
+                              str(block.units or ""))
+            signals.append(Signal(name, str(block.direction), quants,
                                   Markup(chart)))  # svg.py escapes its own text
-        corpus = report.get("corpus") or {}
-        return {"report": True, "documents": corpus.get("document_count"),
-                "sources": corpus.get("source_count"),
-                "sampled": (report.get("sampling") or {}).get("sampled"),
+        corpus, sampling = report.corpus, report.sampling
+        return {"report": True, "documents": corpus.document_count if corpus else None,
+                "sources": corpus.source_count if corpus else None,
+                "sampled": sampling.sampled if sampling else None,
                 "policy": self.link(run.policy_path) if run.policy else None,
                 "signals": signals}
 
     def audit(self) -> dict[str, Any]:
-        report = self.run.data("audit")
-        if not report:
+        report = self.artifact("audit", AuditReport)
+        if report is None:
             return {"report": False}
-        target = report.get("target") or {}
-        steps = report.get("steps") or {}
+        target = report.target
+        steps = report.steps or {}
         return {
-            "report": True, "passed": bool(report.get("passed")), "mode": report.get("mode"),
-            "shards": target.get("file_count"), "rows": target.get("row_count"),
-            "digest": target["digest"] if target.get("digest") else None,
-            "strengths": [(s.get("level"), s.get("claim"), bool(s.get("made")),
-                           s.get("reason") or s.get("basis"))
-                          for s in report.get("strengths") or [] if isinstance(s, dict)],
-            "steps": [(k, v.get("artifact"), ", ".join(map(str, v.get("findings") or [])))
-                      for k, v in steps.items() if isinstance(v, dict)] if steps else None,
-            "findings": [(f.get("name"), f.get("message"))
-                         for f in report.get("findings") or [] if isinstance(f, dict)],
+            "report": True, "passed": bool(report.passed), "mode": report.mode,
+            "shards": target.file_count if target else None,
+            "rows": target.row_count if target else None,
+            "digest": (target.digest or None) if target else None,
+            "strengths": [(s.level, s.claim, bool(s.made), s.reason or s.basis)
+                          for s in report.strengths or []],
+            "steps": [(k, v.artifact, ", ".join(v.findings or []))
+                      for k, v in steps.items()] if steps else None,
+            "findings": [(f.name, f.message) for f in report.findings or []],
         }
 
     def tiers(self) -> dict[str, Any]:
         step = self.run.step("subset")
-        report = step.data if step else None
-        if not step or not report:
+        report = self.artifact("subset", SubsetReport)
+        if step is None or report is None:
             return {"report": False}
-        unit = str(report.get("unit") or "tokens")
-        tiers = [t for t in report.get("tiers") or [] if isinstance(t, dict)]
-        rows = [Tier(self.link(Path(str(t.get("output"))), Path(str(t.get("output"))).name),
-                     t.get("budget"), t.get("document_count"), t.get("achieved_tokens"),
-                     t.get("token_shortfall"), len(t.get("strata_exhausted") or []))
+        unit = str(report.unit or "tokens")
+        tiers = report.tiers or []
+        rows = [Tier(self.link(Path(str(t.output)), Path(str(t.output)).name),
+                     t.budget, t.document_count, t.achieved_tokens,
+                     t.token_shortfall, len(t.strata_exhausted or []))
                 for t in tiers]
         strata_view: dict[str, Any] | None = None
-        strata = ((report.get("stratification") or {}).get("strata") or {})
+        strata = (report.stratification.strata if report.stratification else None) or {}
         if strata and tiers:
-            total = sum(int(s.get("tokens", 0)) for s in strata.values()) or 1
-            shares = [f"share of tier {t.get('budget'):,}" if isinstance(t.get("budget"), int)
-                      else f"share of tier {t.get('budget')}" for t in tiers]
-            achieved = [int(t.get("achieved_tokens") or 0) for t in tiers]
-            ordered = sorted(strata.items(), key=lambda kv: (-int(kv[1].get("tokens", 0)), kv[0]))
+            total = sum(s.tokens or 0 for s in strata.values()) or 1
+            shares = [f"share of tier {t.budget:,}" for t in tiers]
+            achieved = [t.achieved_tokens or 0 for t in tiers]
+            ordered = sorted(strata.items(), key=lambda kv: (-(kv[1].tokens or 0), kv[0]))
             strata_view = {"head": ["stratum", "documents", unit, "share of the corpus", *shares],
                            "total": total, "rows": [
-                Stratum(str(key), s.get("documents"), int(s.get("tokens", 0)),
-                        [(int((t.get("per_stratum_tokens") or {}).get(key, 0)), a)
+                Stratum(str(key), s.documents, s.tokens or 0,
+                        [(t.per_stratum_tokens.get(key, 0) if t.per_stratum_tokens else 0, a)
                          for t, a in zip(tiers, achieved, strict=True)])
                 for key, s in ordered]}
         picture = step.output_dir / "tier_shares.png"
@@ -339,10 +355,9 @@ class View:
         if picture.is_file() and picture.stat().st_size < 2_000_000:
             png = base64.b64encode(picture.read_bytes()).decode("ascii")
         return {"report": True, "unit": unit, "tiers": rows, "strata": strata_view, "png": png,
-                "nesting": report.get("nesting_verified"),
-                "interpretation": report.get("interpretation") or "",
-                "warnings": [(w.get("id"), w.get("message"))
-                             for w in report.get("warnings") or [] if isinstance(w, dict)]}
+                "nesting": report.nesting_verified,
+                "interpretation": report.interpretation or "",
+                "warnings": [(w.id, w.message) for w in report.warnings or []]}
 
     def folder(self, step_id: str, folder: Path) -> Folder:
         if not folder.is_dir():
