@@ -39,11 +39,26 @@ def interrupted(signum: int) -> CuratorError:
                         f"interrupted by {name}: run the same command again to resume")
 
 
+class Interrupted(BaseException):
+    """A signal outside a step's run (``Interrupts(command=True)``): a ``BaseException``,
+    so no library's ``except Exception`` swallows or wraps it (pydantic building a
+    model, Prefect loading its plugins) on its way to the entry point, which prints
+    :attr:`error` in one line and exits with its code."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.error = interrupted(signum)
+
+
 class Interrupts:
     """SIGINT and SIGTERM while installed (``with``), in the main thread only (elsewhere
-    it does nothing: Python runs signal handlers in the main thread alone)."""
+    it does nothing: Python runs signal handlers in the main thread alone).
 
-    def __init__(self) -> None:
+    A step's run raises :func:`interrupted` (its report records the error); a whole
+    command (``command=True``, the entry point's) raises :class:`Interrupted`."""
+
+    def __init__(self, *, command: bool = False) -> None:
+        self.command = command
         #: the first signal received, and how many were
         self.received: int | None = None
         self.count = 0
@@ -53,6 +68,11 @@ class Interrupts:
 
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
+            outer = Interrupts.installed()
+            if outer is not None and outer.received is not None:
+                # its raise was swallowed (see check()): this run does not begin
+                raise Interrupted(outer.received) if self.command else interrupted(
+                    outer.received)
             for sig in SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
@@ -83,7 +103,7 @@ class Interrupts:
                               "finished first", name)
             return
         if first:
-            raise interrupted(signum)
+            raise Interrupted(signum) if self.command else interrupted(signum)
 
     def check(self) -> None:
         """Raise the interruption a signal asked for, if it has not ended the run yet.
@@ -125,4 +145,4 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-__all__ = ["SIGNALS", "Interrupts", "interrupted"]
+__all__ = ["SIGNALS", "Interrupted", "Interrupts", "interrupted"]

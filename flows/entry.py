@@ -5,25 +5,27 @@ a Ctrl+C then used to print a ``KeyboardInterrupt`` traceback (issue #29, item 1
 the one signal handler, :class:`curator.interrupts.Interrupts`, is installed before that
 import and kept for the whole command: a signal outside a run ends the command with one
 line (``error: [interrupted_sigint] ...``) and exit 130 / 143; a step's run installs
-its own for its duration (its report, the engine's drain, resume).
+its own for its duration (its report, the engine's drain, resume). Outside a run the
+signal is raised as :class:`~curator.interrupts.Interrupted`, a ``BaseException``, so
+no library on the way catches it as an error of its own.
 """
 
 from __future__ import annotations
 
 import sys
 
-from curator.errors import CuratorError
-from curator.interrupts import Interrupts  # light: signal, logging, curator.errors
+from curator.interrupts import Interrupted, Interrupts  # light: signal, logging
 
 
 def main() -> None:
-    with Interrupts():
-        try:
+    try:
+        with Interrupts(command=True):
             from flows.cli import main as cli_main
-        except CuratorError as exc:  # a signal while the command line was imported
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(exc.exit_code)
-        cli_main()
+
+            cli_main()
+    except Interrupted as exc:  # outside a step's run: the imports, Prefect, the CLI
+        print(f"error: {exc.error}", file=sys.stderr)
+        sys.exit(exc.error.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,13 +4,14 @@ drain; the pass uses the run's handler instead of nesting one of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 
 import pytest
 
 from curator.errors import CuratorError
-from curator.interrupts import Interrupts
+from curator.interrupts import Interrupted, Interrupts
 
 
 def send(sig: int) -> None:
@@ -68,3 +69,26 @@ def test_while_reports_are_written_a_signal_is_recorded_not_raised() -> None:
         assert interrupts.received == signal.SIGINT
         with pytest.raises(CuratorError):
             interrupts.check()
+
+
+def test_a_commands_signal_is_not_an_exception_a_library_could_swallow() -> None:
+    """The entry point's handler (outside a step's run) raises a ``BaseException``:
+    ``except Exception`` in a library (pydantic, Prefect's plugin loading) lets it pass."""
+    with pytest.raises(Interrupted) as caught, Interrupts(command=True):
+        try:
+            send(signal.SIGTERM)
+        except Exception:  # what a library does around its own work
+            pytest.fail("swallowed")
+    assert caught.value.error.error_id == "interrupted_sigterm"
+    assert caught.value.error.exit_code == 128 + signal.SIGTERM
+
+
+def test_a_run_does_not_begin_after_a_signal_its_command_swallowed() -> None:
+    """A signal whose raise a library swallowed before the step began (its command's
+    handler recorded it) ends the step's run as it enters, not after the whole run."""
+    with Interrupts(command=True):
+        with contextlib.suppress(BaseException):  # as a careless finalizer or library
+            send(signal.SIGINT)
+        with pytest.raises(CuratorError) as err, Interrupts():
+            pytest.fail("the run began")
+    assert err.value.error_id == "interrupted_sigint"
