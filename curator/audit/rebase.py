@@ -17,11 +17,15 @@ resolved against the root given (docs/audit.md, "A copied or moved root"):
 - an input the step read from outside the original root (a holdout kept elsewhere) is
   read where it is: the original and the copy share it.
 
+A relative recorded path is taken relative to the working directory (the producer's,
+when the audit runs from the same place) before it is compared with the original root.
+
 Without a root (a checker called on one artifact) every path is read as recorded.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
@@ -98,8 +102,11 @@ class Rebase:
         it, so it must be under the root. An input's URL is read where it is."""
         if self.root is None or (storage.is_remote(recorded) and not output):
             return recorded
+        # a relative path was relative to the producer's working directory: taken as
+        # this one's (the usual case: the same command line, run from the same place)
+        absolute = recorded if Path(recorded).is_absolute() else os.path.abspath(recorded)
         for origin in self.origins:
-            under = _relative(recorded, origin)
+            under = _relative(absolute, origin)
             if under is not None:
                 path, rebased = self.root / under, True
                 break

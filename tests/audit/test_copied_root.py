@@ -136,3 +136,36 @@ def test_a_recorded_path_that_leaves_the_root_is_a_finding(
     assert found and found[0]["field"] == field, report["findings"]
     assert found[0]["artifact"].endswith("decontamination_report.json")
     assert found[0]["step"] == "decontamination"
+
+
+def test_how_a_recorded_path_is_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    from curator.audit.rebase import OUTSIDE, Rebase
+
+    original, copy = tmp_path / "work" / "demo-run", tmp_path / "copy"
+    (copy / "decontaminated").mkdir(parents=True)
+    artifact = copy / "decontaminated" / "decontamination_report.json"
+    where = Rebase.of(artifact, copy, str(original / "decontaminated"))
+    problems: list[dict[str, Any]] = []
+
+    def at(recorded: str, output: bool = False) -> str | None:
+        return where.path(recorded, "f", output=output, problems=problems)
+
+    # under the original root (absolute, or relative to the producer's directory)
+    assert at(str(original / "filtered_jsonl/part_0.jsonl")) == \
+        str(copy.resolve() / "filtered_jsonl/part_0.jsonl")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")  # where the producer ran
+    assert at("demo-run/holdout/h.jsonl") == str(copy.resolve() / "holdout/h.jsonl")
+    # already under the root; an input kept elsewhere (or on a bucket): read there
+    assert at(str(copy / "subset")) == str(copy / "subset")
+    assert at("/data/evals/holdout.jsonl") == "/data/evals/holdout.jsonl"
+    assert at("s3://bucket/holdout.jsonl") == "s3://bucket/holdout.jsonl"
+    assert problems == []
+    # what the step wrote outside the root, or a rebased path led out by ".."
+    assert at("/data/elsewhere/removed", output=True) is None
+    assert at(str(original / "decontaminated/../../x.jsonl")) is None
+    assert [p["name"] for p in problems] == [OUTSIDE, OUTSIDE]
+    # without a root (one artifact checked on its own): as recorded
+    alone = Rebase.of(artifact, None, str(original))
+    assert alone.path("rel/x", "f", output=True, problems=problems) == "rel/x"
