@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from curator import models
 from curator.artifacts import tool_revision, utc_now
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId, LanguageModel
 from curator.errors import CuratorError
@@ -38,6 +39,7 @@ from curator.evaluate.labelled import PHENOMENA, LabelledDoc, read_labelled
 from curator.filter.gates import LANGUAGE_GATE, GatePlan, LanguageGate, decide
 from curator.langpack import LangPack
 from curator.langpack.loader import load_langpack
+from curator.models import EvaluationReport
 from curator.policy import LoadedPolicy, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
 
@@ -133,7 +135,7 @@ def evaluate_policy(
         "warnings": warnings,
     }
     report.update(_measure(docs, kept, first, failed, plan.gate_names, language is not None))
-    return report
+    return models.build(EvaluationReport, report)
 
 
 def _load_pack(policy: LoadedPolicy, langpack_dir: str | os.PathLike[str]) -> LangPack:

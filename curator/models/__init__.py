@@ -23,6 +23,7 @@ from curator.models.audit_report import AuditReport, Finding
 from curator.models.checkpoint_summary import CheckpointSummary
 from curator.models.curation_ledger import CurationLedger
 from curator.models.decontamination_report import DecontaminationReport
+from curator.models.evaluation_report import EvaluationReport
 from curator.models.flow_plan import FlowPlanFile, PlannedStep, StepMarker
 from curator.models.flow_report import FlowReportFile, FlowStepEntry
 from curator.models.ingest_report import IngestReport
@@ -60,6 +61,7 @@ MODEL_BY_NAME: dict[str, type[ArtifactModel]] = {
     "flow_report.json": FlowReportFile,
     ".curate_flow_step.json": StepMarker,
     "checkpoint_summary.json": CheckpointSummary,
+    "evaluation.json": EvaluationReport,
 }
 
 
@@ -135,7 +137,8 @@ def build(model: type[M], data: dict[str, Any]) -> dict[str, Any]:
 __all__ = [
     "ARTIFACT_INVALID", "MODEL_BY_NAME", "ArtifactModel", "AuditReport",
     "CheckpointSummary", "CompletionArtifact", "CurationLedger", "DecontaminationReport",
-    "ErrorBlock", "Execution", "Finding", "FlowPlanFile", "FlowReportFile", "FlowStepEntry",
+    "ErrorBlock", "EvaluationReport", "Execution", "Finding", "FlowPlanFile",
+    "FlowReportFile", "FlowStepEntry",
     "IngestReport", "ParquetCopy", "ParquetShard", "PlannedStep", "Producer", "ProfileReport",
     "RunManifest", "Shard",
     "StepMarker", "SubsetPlan", "SubsetReport", "Tier", "build", "load",

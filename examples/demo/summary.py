@@ -27,6 +27,7 @@ from curator.models import (
     AuditReport,
     CurationLedger,
     DecontaminationReport,
+    EvaluationReport,
     IngestReport,
     ProfileReport,
     RunManifest,
@@ -271,29 +272,30 @@ def _evaluation(path: Path) -> None:
     if not path.is_file():
         print(f"\n(no evaluation at {path})")
         return
-    report = json.loads(path.read_text(encoding="utf-8"))
-    t = report["totals"]
+    report = models.read(EvaluationReport, path)
+    t = report.totals
     print("\n== demo: curate evaluate (the labelled sample) ==")
-    print(f"report       {path}  (gates: {', '.join(report['gates'])})")
-    print(f"false rejection {t['keep_dropped']}/{t['keep']} keep documents dropped; "
-          f"noise removal {t['drop_dropped']}/{t['drop']} drop documents dropped")
-    for row in report["phenomena"]:
-        parts = [f"{row[f'{label}_dropped']}/{row[label]} {label} dropped"
-                 for label in ("keep", "drop") if row[label]]
+    print(f"report       {path}  (gates: {', '.join(report.gates)})")
+    print(f"false rejection {t.keep_dropped}/{t.keep} keep documents dropped; "
+          f"noise removal {t.drop_dropped}/{t.drop} drop documents dropped")
+    for row in report.phenomena:
+        parts = [f"{dropped}/{n} {label} dropped" for label, n, dropped in
+                 (("keep", row.keep, row.keep_dropped), ("drop", row.drop, row.drop_dropped))
+                 if n]
         if parts:
-            print(f"  {row['phenomenon']:<13} {', '.join(parts)}")
+            print(f"  {row.phenomenon:<13} {', '.join(parts)}")
     # the generator's kind of each labelled document, to say what got through
     kinds = {}
-    for file in report["labelled_files"]:
-        sample = Path(file["path"])
+    for file in report.labelled_files:
+        sample = Path(str(file.path))
         lines = sample.read_text(encoding="utf-8").splitlines() if sample.is_file() else []
         for line in filter(str.strip, lines):
             doc = json.loads(line)
             kinds[doc["id"]] = doc.get("kind", doc["phenomenon"])
-    for name, rows in (("wrongly dropped", report["false_rejections"]),
-                       ("noise kept", report["missed_noise"])):
+    for name, rows in (("wrongly dropped", report.false_rejections or []),
+                       ("noise kept", report.missed_noise or [])):
         if rows:
-            counts = Counter(kinds.get(r["id"], "?") for r in rows)
+            counts = Counter(kinds.get(r.id, "?") for r in rows)
             print(f"{name}: {', '.join(f'{k} {n}' for k, n in counts.most_common())}")
 
 

@@ -42,9 +42,32 @@ def _artifacts(root: Path) -> list[Path]:
                   and "raw" not in p.relative_to(root).parts)
 
 
+#: artifacts no flow run writes: the checkpoint's summary, curate evaluate's report
+NOT_IN_A_FLOW = {"checkpoint_summary.json", "evaluation.json"}
+
+
 def test_a_real_run_writes_every_artifact_kind(root: Path) -> None:
     names = {p.name for p in _artifacts(root)}
-    assert names >= set(MODEL_BY_NAME) - {"checkpoint_summary.json"}, sorted(names)
+    assert names >= set(MODEL_BY_NAME) - NOT_IN_A_FLOW, sorted(names)
+
+
+def test_the_evaluation_report_is_its_model(tmp_path: Path) -> None:
+    """curate evaluate's report: written through its model, read back to the same bytes,
+    valid by its published schema; one without its totals is refused."""
+    from curator.evaluate import evaluate_policy
+    from tests.evaluate._support import LANGPACKS, approved_policy, known_set, write_labelled
+
+    labelled = write_labelled(tmp_path / "set.jsonl", known_set())
+    report = evaluate_policy(approved_policy(tmp_path / "policy"), [labelled],
+                             langpack_dir=LANGPACKS, words=(3, 500))
+    raw = dump_json(report)
+    model = models.load(MODEL_BY_NAME["evaluation.json"], raw, "evaluation.json")
+    assert dump_json(model.dump()) == raw
+    schema = json.loads((SCHEMAS / schema_name("evaluation.json")).read_text("utf-8"))
+    jsonschema.validate(json.loads(raw), schema)
+    del report["totals"]
+    with pytest.raises(CuratorError, match="totals"):
+        models.parse(MODEL_BY_NAME["evaluation.json"], report, "evaluation.json")
 
 
 def test_every_artifact_round_trips_through_its_model_byte_for_byte(root: Path) -> None:
