@@ -14,6 +14,10 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from curator import models
+from curator.errors import CuratorError
+from curator.models import ArtifactModel
+from curator.models.producer import Warned
 from curator.pipeline import Progress as PartitionProgress
 from curator.steps.spec import StepSpec
 from flows.listeners import add_listener
@@ -55,21 +59,23 @@ def progress_bars(steps: Iterable[StepSpec]) -> Iterator[Progress]:
         remove()
 
 
-def warning_lines(report: Any) -> list[str]:
-    """The warnings a step's report lists (``warnings``: ``{id, message}`` records or
+def warning_lines(report: ArtifactModel | dict[str, Any]) -> list[str]:
+    """The warnings a step's report lists (its model, or the dict a run returned), read
+    through :class:`~curator.models.producer.Warned` (``{id, message}`` records or
     strings), one line each (``[id] message``), for the command line after the summary:
     what is only in the JSON is never seen (``token_shortfall``, ``starved_strata``,
     ``holdout_lines_skipped``, ``everything_removed``, ...)."""
-    if not isinstance(report, dict) and callable(getattr(report, "dump", None)):
-        report = report.dump()  # a report's model (curator.models)
-    found = report.get("warnings") if isinstance(report, dict) else None
+    data = report.dump() if isinstance(report, ArtifactModel) else report
+    try:
+        found = models.parse(Warned, data, "its report").warnings or []
+    except CuratorError as exc:  # said, not raised: the step itself has finished
+        return [f"its warnings are unreadable: {exc.message}"]
     lines: list[str] = []
-    for w in found if isinstance(found, list) else []:
-        if isinstance(w, dict):
-            wid, message = w.get("id"), w.get("message")
-            text = str(message) if message is not None else ", ".join(
-                f"{k}={v}" for k, v in w.items() if k != "id")
-            lines.append(f"[{wid}] {text}" if wid else text)
-        elif w is not None:
-            lines.append(str(w))
+    for w in found:
+        if isinstance(w, str):
+            lines.append(w)
+            continue
+        text = w.message if w.message is not None else ", ".join(
+            f"{k}={v}" for k, v in w.dump().items() if k != "id")
+        lines.append(f"[{w.id}] {text}" if w.id else text)
     return lines

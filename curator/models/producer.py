@@ -69,6 +69,13 @@ class StepWarning(ArtifactModel):
     message: str | None = None
 
 
+class Warned(ArtifactModel):
+    """What a report that lists warnings shares (a step's completion artifact):
+    ``warnings``, ``{id, message}`` records or plain strings."""
+
+    warnings: list[StepWarning | str] | None = None
+
+
 class Shard(ArtifactModel):
     """One written shard as a report lists it: its name, rows and sha256."""
 
@@ -117,4 +124,5 @@ class CompletionArtifact(ArtifactModel):
 
 
 __all__ = ["ArtifactModel", "CompletionArtifact", "Count", "ErrorBlock", "Execution",
-           "Number", "ParquetCopy", "ParquetShard", "Producer", "Shard", "StepWarning"]
+           "Number", "ParquetCopy", "ParquetShard", "Producer", "Shard", "StepWarning",
+           "Warned"]
