@@ -145,8 +145,18 @@ def _no_plots_unless_full() -> Iterator[None]:
 HOSTILE: list[Any] = [
     -1, 0, 10**30, float("nan"), True, "", [], {}, -(10**30), float("inf"), False,
     "abc", 1.5, [None], {"a": 1}, None, "-5MB", float("-inf"), 2**63, [10**30], [True],
-    ["", ""], "\x00", " ", "x" * 3000, [[1]], -0.0, "1e30", [1.5, "x"], "lots", 1e300,
+    ["", ""], " ", "x" * 200, [[1]], -0.0, "1e30", [1.5, "x"], "lots", 1e300,
 ]
+#: values a path key still turns into a traceback (reported to the lead, #29): kept out
+#: of :data:`HOSTILE` and ``typed``'s text until fixed; test_known_path_bugs pins them
+KNOWN_PATH_BUGS: dict[str, str] = {
+    "\x00": "a NUL byte in a path: ValueError: embedded null byte (Path.resolve in "
+            "StepRun.__init__, curator/steps/base.py)",
+    "x" * 300: "a path component over 255 bytes: OSError: [Errno 36] File name too long "
+               "(Path.is_dir in StepRun._run, curator/steps/base.py; the langid model's "
+               "Path.is_file)",
+}
+TEXT = st.text(st.characters(blacklist_characters="\x00"), max_size=12)
 
 
 def field_of(model: type[BaseModel], dotted: str) -> Any:
@@ -203,11 +213,11 @@ def typed(annotation: Any, key: str) -> st.SearchStrategy[Any]:
         return st.sampled_from(PATHS) | st.text("abc_-. ", min_size=1, max_size=8).filter(
             lambda s: ".." not in s)
     if annotation is str:
-        return st.text(max_size=12) | st.sampled_from(["en", "id", "text", "source", "url"])
+        return TEXT | st.sampled_from(["en", "id", "text", "source", "url"])
     sub = _model(annotation)
     if sub is not None:
         return st.dictionaries(st.sampled_from(sorted(sub.model_fields)),
-                               st.sampled_from(HOSTILE) | st.text(max_size=4), max_size=2)
+                               st.sampled_from(HOSTILE) | TEXT, max_size=2)
     return st.sampled_from(HOSTILE)
 
 
@@ -308,3 +318,17 @@ def test_any_value_of_any_key_runs_or_is_refused_with_an_id(
         run_with_value(spec, world, key, value, by_set)
 
     check()
+
+
+KNOWN_CASES = [("ingest", "output_dir", "\x00"), ("ingest", "output_dir", "x" * 300),
+               ("profile", "models.fasttext_langid", "x" * 300)]
+
+
+@pytest.mark.parametrize(("step", "key", "value"), [
+    pytest.param(step, key, value, id=f"{step}-{key}-{KNOWN_PATH_BUGS[value].split(':')[0]}",
+                 marks=pytest.mark.xfail(strict=True, reason=KNOWN_PATH_BUGS[value]))
+    for step, key, value in KNOWN_CASES])
+def test_known_path_bugs(step: str, key: str, value: str, world: Path) -> None:
+    """Fails today (strict xfail); when a fix makes one pass, move its value into
+    :data:`HOSTILE` and drop it here."""
+    run_with_value(STEPS_BY[step], world, key, value, False)
