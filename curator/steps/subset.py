@@ -299,8 +299,9 @@ class SubsetRun(StepRun):
         body = plan_json(self.plan, id_list, seed=cfg.seed, budgets=self.budgets,
                          bands=cfg.length_bands, score_field=cfg.quality_score_field,
                          unit=self.unit, tokenizer=self.tok.to_json())
+        # built through its model (plan_json): Python values only, no numpy to serialize
         write_atomic(self.out / PLAN_NAME, orjson.dumps(
-            body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY))
+            body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         self._sizes = [pq.ParquetFile(count_file(self.work, i)).metadata.num_rows
                        for i in range(len(self.sids))]
         return id_list

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from curator.models import SubsetReport
+from curator import models
+from curator.models import SubsetPlan, SubsetReport
 from curator.models.subset_report import Stratum, SubsetCorpus, TokenCache
 from curator.steps.spec import Rendering
 from curator.subset.planning import Plan
@@ -18,20 +19,23 @@ PLAN_SCHEMA_VERSION = 2  # 2: the order is sha256(f"{seed}:{id}"), was blake2b
 def plan_json(plan: Plan, ids: list[str], *, seed: int, budgets: list[int],
               bands: list[int], score_field: str | None, unit: str,
               tokenizer: dict[str, Any] | None) -> dict[str, Any]:
-    """``plan.json`` (spec section 11): the strata's ids in the global order."""
+    """``plan.json`` (spec section 11): the strata's ids in the global order, built
+    through its model (Python numbers: ``int``/``float`` of any numpy value)."""
     members: dict[str, list[str]] = {key: [] for key in plan.strata}
     for i in plan.order.tolist():
         members[plan.strata[int(plan.stratum[i])]].append(ids[i])
-    return {
+    return models.build(SubsetPlan, {
         "schema_version": PLAN_SCHEMA_VERSION, "seed": seed, "budgets": budgets,
         "length_bands": bands, "score_field": score_field,
-        "score_cut_points": plan.cut_points, "total_tokens": plan.total_tokens,
-        "stratum_tokens": dict(zip(plan.strata, plan.stratum_tokens, strict=True)),
+        "score_cut_points": [float(x) for x in plan.cut_points],
+        "total_tokens": int(plan.total_tokens),
+        "stratum_tokens": {s: int(n) for s, n in
+                           zip(plan.strata, plan.stratum_tokens, strict=True)},
         "strata": members,
-        "quotas": {str(t.budget): dict(zip(plan.strata, t.quotas, strict=True))
+        "quotas": {str(t.budget): {s: int(q) for s, q in zip(plan.strata, t.quotas, strict=True)}
                    for t in plan.tiers},
         "warnings": plan.warnings, "unit": unit, "tokenizer": tokenizer,
-    }
+    })
 
 
 def tier_rows(plan: Plan, unit: str, outputs: list[str], written: list[int]
