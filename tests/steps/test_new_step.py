@@ -148,8 +148,8 @@ def run_toy(config: ToyConfig, executor: Any = None, on_progress: Any = None
     return ToyRun(config, executor, on_progress).run()
 
 
-def render(report: dict[str, Any]) -> Rendering:
-    line = f"toy: kept {report['documents_out']} of {report['documents_in']} documents"
+def render(report: Any) -> Rendering:
+    line = f"toy: kept {report.documents_out} of {report.documents_in} documents"  # its model
     return Rendering(f"# curate/toy\\n\\n{line}\\n", {}, line)
 
 
