@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -99,7 +106,9 @@ class TokenizerRef(ConfigBlock):
 
 _PATH_SUFFIXES = ("_dir", "_glob", "_path", "_root", "_manifest", "_ledger", "_policy",
                   "_cache", "_file")
-_PATH_KEYS = frozenset({"input", "holdout", "output", "policy"})
+_PATH_KEYS = frozenset({"input", "holdout", "output", "policy", "fasttext_langid"})
+#: the longest file name a path component may have (NAME_MAX on Linux and macOS)
+NAME_MAX = 255
 
 
 def _path_values(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -111,6 +120,22 @@ def _path_values(values: dict[str, Any], prefix: str = "") -> list[tuple[str, An
         elif key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES):
             found.append((f"{prefix}{key}", value))
     return found
+
+
+def path_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` (a path-like key's value, or a list of them) can name no file: a NUL
+    byte, or a component longer than :data:`NAME_MAX` bytes; ``None`` when it can."""
+    for item in value if isinstance(value, list) else [value]:
+        if not isinstance(item, str):
+            continue
+        if "\x00" in item:
+            return f"{key}: a path cannot contain a NUL byte"
+        long = next((c for c in item.split("/") if len(os.fsencode(c)) > NAME_MAX), None)
+        if long is not None:
+            return (f"{key}: the path component {long[:40]!r}... is "
+                    f"{len(os.fsencode(long))} bytes, longer than a file name can be "
+                    f"({NAME_MAX})")
+    return None
 
 
 def url_problems(step: str, config: StepConfig, url_keys: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -139,6 +164,17 @@ class StepConfig(BaseSettings):
 
     execution: ExecutionConfig = ExecutionConfig()
     output_dir: str
+
+    @model_validator(mode="after")
+    def _paths_can_name_files(self) -> StepConfig:
+        """Every path-like key (``*_dir``, ``*_glob``, ``input``, ..., nested too) can
+        name a file: no NUL byte, no component past ``NAME_MAX`` (``config_error``, not
+        an ``OSError`` traceback where the path is first used)."""
+        for key, value in _path_values(self.model_dump(mode="json")):
+            problem = path_problem(key, value)
+            if problem is not None:
+                raise ValueError(problem)
+        return self
 
     def url_problems(self) -> list[tuple[str, str]]:
         """``object_storage_unsupported`` for a URL in a path-like key its step does not

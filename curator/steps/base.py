@@ -206,6 +206,12 @@ class StepRun:
             self.refuse()
             self.lock()
             self.prepare()
+            blocked = next((p for p in (self.work, *self.work.parents) if p.exists()), None)
+            if blocked is not None and not blocked.is_dir():
+                raise CuratorError("work_dir_not_a_directory",
+                                   f"{self.step_id}: its work directory {self.work} cannot be "
+                                   f"made: {blocked} is a file (name a directory, or none: "
+                                   "the default is inside output_dir)")
             self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
             if not self.resuming:
                 self.clear_outputs()
@@ -361,6 +367,19 @@ class StepRun:
         copy or, for a remote ``output_dir``, the URL (never read as input)."""
         return storage.within(path, self.out) or bool(
             self.output_url and storage.within(path, self.output_url))
+
+    def refuse_overwrites(self, writes: list[Path | None], reads: list[str | None]) -> None:
+        """``report_overwrites_input``: a file this run would write (a report, wherever
+        its config puts it) is one it reads (an input file, a policy): refused before
+        anything is written, under any name of the file."""
+        read = {Path(r).resolve() for r in reads if r and not storage.is_remote(str(r))}
+        for path in writes:
+            if path is not None and Path(path).resolve() in read:
+                raise CuratorError(
+                    "report_overwrites_input",
+                    f"{self.step_id} would write {path}, which is one of its inputs: "
+                    "choose another path (a report never replaces what the run reads)",
+                    path=str(path))
 
     def outside_output(self, found: list[str], key: str, spec: Any) -> list[str]:
         """The input files ``key`` (``spec``) matched that are not in this run's output;

@@ -251,6 +251,8 @@ class FilterRun(StepRun):
     # -- the straight line -------------------------------------------------------------
     def refuse(self) -> None:
         self._resolve_input()
+        policy = (self.config.heuristic_filters or HeuristicFilters()).approved_policy
+        self.refuse_overwrites([self.manifest_path, self.ledger_path], [*self.files, policy])
         self._load_policy()
         self.plan = self._gate_plan()
         self.partitions = FilePartitioningStage(file_paths=self.files,
