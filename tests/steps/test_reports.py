@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import curator.steps  # noqa: F401  (first: a step's report module imports the registry, which imports it back)
 from curator.filter.report import FilterFacts, ledger_rows, manifest_and_ledger
 from curator.models import RunManifest
 from curator.steps.registry import STEPS
