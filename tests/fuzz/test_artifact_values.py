@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz._cli import assert_refused_or_ran, invoke
@@ -149,10 +149,27 @@ def damage(draw: st.DrawFn, path: Path) -> str:
         lines[i] = dump(draw(damaged_tree(json.loads(lines[i]))), False).decode("utf-8")
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         return f"line {i + 1}: {lines[i][:300]}"
-    doc = yaml.safe_load(data) if yaml_file else json.loads(data)
-    text = dump(draw(damaged_tree(doc)), yaml_file)
+    doc = draw(damaged_tree(yaml.safe_load(data) if yaml_file else json.loads(data)))
+    assume(not known(path, doc))
+    text = dump(doc, yaml_file)
     path.write_bytes(text)
     return text.decode("utf-8")[:600]
+
+
+#: damage ``curate report`` turns into a traceback today (reported to the lead, #29):
+#: never drawn (``known``); test_known_artifact_bugs pins each (strict xfail)
+KNOWN: dict[str, str] = {
+    "policy/approved_policy.yaml": "thresholds a number (thresholds: 5): curate report "
+    "TypeError: 'int' object is not iterable (View.thresholds, curator/report/page.py)",
+}
+
+
+def known(path: Path, doc: Any) -> bool:
+    """``doc`` (the damaged artifact at ``path``) is damage :data:`KNOWN` lists."""
+    if path.name == "approved_policy.yaml" and isinstance(doc, dict):
+        thresholds = doc.get("thresholds")
+        return isinstance(thresholds, int | float) and bool(thresholds)
+    return False
 
 
 def commands(root: Path, audit_out: Path) -> list[list[str]]:
@@ -182,3 +199,15 @@ def test_any_damaged_artifact_is_read_or_refused_with_an_id(artifact: str,
                     assert Path(artifact).name in outcome.output, (what, outcome.output)
 
     check()
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN["policy/approved_policy.yaml"])
+def test_known_artifact_bugs(flow_root: Path) -> None:
+    """Fails today; when fixed, drop the entry of :data:`KNOWN` and ``known``."""
+    with sandbox() as box:
+        root = box / "root"
+        shutil.copytree(flow_root, root, symlinks=True)
+        policy = root / "policy" / "approved_policy.yaml"
+        policy.write_text(yaml.safe_dump({**yaml.safe_load(policy.read_text()),
+                                          "thresholds": 5}), encoding="utf-8")
+        assert_refused_or_ran(invoke(["report", str(root)], box), "thresholds: 5")
