@@ -130,8 +130,9 @@ def test_each_later_step_artifact_goes_to_its_checker(flow_root: dict[str, Any],
     summary = (tmp_path / "audit/audit_summary.md").read_text()
     assert "| toy |" in summary
     from curator.audit.report import render
+    from curator.models import AuditReport
 
-    assert "later steps: toy" in render(report).summary
+    assert "later steps: toy" in render(AuditReport.model_validate(report)).summary
 
     write_toy(root / "toy", claimed=3, rows=2)  # the artifact no longer matches the disk
     report, error = audit_root(root, tmp_path / "audit")
