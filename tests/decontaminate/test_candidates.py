@@ -6,6 +6,7 @@ import itertools
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from curator.decontamination.index import banding_recall
@@ -131,3 +132,21 @@ def test_exact_finds_every_pair_exactly_at_the_threshold(decon, tmp_path: Path,
     removed = removed_rows(tmp_path / "out")
     assert set(removed) == {r["id"] for r in train}
     assert {row["similarity"] for row in removed.values()} == {threshold}
+
+
+@pytest.mark.parametrize("kind", ["exact", "minhash"])
+def test_an_index_without_keys_or_a_batch_without_shingles_matches_nothing(kind: str) -> None:
+    """``lookup`` gives two empty integer arrays (positions index the batch's arrays)
+    for a holdout whose documents are all shorter than one shingle, and for a batch
+    without shingles."""
+    from curator.decontamination.index import MinHashParams, build_index
+    from curator.decontamination.text import Shingling, shingle_hashes
+
+    s = Shingling("char", 5)
+    empty = build_index(kind, s, ["abc", "de"], MinHashParams())
+    full = build_index(kind, s, ["a holdout document long enough"], MinHashParams())
+    hashes, _ = shingle_hashes(["a training document"], s)
+    for index, batch in ((empty, hashes), (full, hashes[:0])):
+        which, key_index = index.lookup(batch)
+        assert which.shape == key_index.shape == (0,)
+        assert which.dtype == key_index.dtype == np.int64

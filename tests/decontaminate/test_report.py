@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator.decontamination.report import build_report
+from curator.decontamination.report import build_report, render
+from curator.models import DecontaminationReport, parse
 
 
 def scan(removed: list[tuple[str, float]], groups: list[dict[str, Any]]) -> dict[str, Any]:
@@ -21,7 +22,10 @@ def report(scans: list[dict[str, Any]]) -> dict[str, Any]:
               "prefer_id_field": False,
               "containment": {"enabled": False, "threshold": 0.8, "min_shingles": 25}}
     producer = {"step_id": "decontamination", "started_at": "t0", "config_hash": "x"}
-    return build_report(params=params, splits={"train": {}, "holdout": {}}, scans=scans,
+    params["shingle_kind"], params["shingle_size"] = "char", 24
+    return build_report(params=params, splits={"train": {},
+                                               "holdout": {"documents": 7, "modified": False}},
+                        scans=scans,
                         holdout_key_fields={"url": 3}, paths={}, producer=producer,
                         completed=True, error=None, shards=[], warnings=[])
 
@@ -44,3 +48,11 @@ def test_a_group_found_in_several_partitions_lists_each_holdout_id_once() -> Non
     assert g["holdout_ids"] == ["h1", "h2", "h3"]
     assert g["train_ids"] == ["t1", "t2", "t3"] and g["train_documents"] == 3
     assert r["group_overlap"]["shared_group_count"] == 1
+
+
+def test_the_rendering_names_the_holdouts_documents_and_the_pairs_most_similar_first() -> None:
+    r = report([scan([("a", 0.85)], []), scan([("c", 0.9)], [])])
+    out = render(parse(DecontaminationReport, r, "test"))
+    assert "- holdout: 7 documents, modified: False\n" in out.markdown
+    assert [p["train_id"] for p in out.tables["removed"]] == ["c", "a"]
+    assert out.summary.startswith("decontamination: 2 of 20 training documents removed")

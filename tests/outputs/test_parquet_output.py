@@ -97,6 +97,17 @@ def test_each_field_keeps_its_type_and_a_mixed_field_is_its_json_text(tmp_path: 
         '"one"', '{"k":[1,2]}']
 
 
+def test_a_struct_whose_records_hold_different_fields_stays_a_struct(tmp_path: Path) -> None:
+    """Every record has the field, each with other keys (no null among the values): a
+    struct of all the keys, the absent ones null, not JSON text (a mutation survived)."""
+    shards = _shards(tmp_path, ['{"id": "a", "meta": {"lang": "en"}}',
+                                '{"id": "b", "meta": {"year": 2020}}'])
+    block = export_parquet(tmp_path, shards)
+    assert block["json_columns"] == []
+    assert block["columns"]["meta"] == "Struct({'lang': String, 'year': Int64})"
+    _rows_match(tmp_path / "parquet" / "part_0.parquet", shards[0], [])
+
+
 def test_a_field_typed_in_one_shard_and_mixed_in_a_later_one_is_json_everywhere(
         tmp_path: Path) -> None:
     shards = _shards(tmp_path, ['{"id": "a", "x": 1}', '{"id": "b", "x": 2}'],
