@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Literal
 
@@ -317,7 +318,12 @@ def register(steps: tuple[StepSpec, ...]) -> None:
 
 
 def registered() -> tuple[StepSpec, ...]:
-    """The registry's steps, in flow order."""
+    """The registry's steps, in flow order. The registry is imported here when nothing
+    has yet: at call time (every step module is loaded by then), by name, so no step
+    module depends on it at import (a stage unpickled in a worker imports its own
+    package, not every step)."""
+    if not _REGISTERED:
+        import_module("curator.steps.registry")  # it calls register()
     return _REGISTERED
 
 
@@ -330,7 +336,7 @@ def sidecars() -> frozenset[str]:
     read as corpus input, though ``.json`` is a JSON-lines extension. Each step's
     completion artifact, its ``reports`` and the JSON files of its ``artifacts``."""
     names = set(FLOW_FILES)
-    for spec in _REGISTERED:
+    for spec in registered():
         names.add(Path(str(spec.completion_name({}))).name)
         names.update(spec.reports)
         names.update(n for n in spec.artifacts.values() if n.endswith(".json"))
@@ -350,7 +356,7 @@ def offers_at_root(root: Path, before: str | None, configs: dict[str, dict[str, 
     ports as ``configs`` (a ``flow_plan.json``'s step configs) place them, else as the
     flow's default layout does; each as a step that is off (its files may exist)."""
     planned = []
-    for spec in _REGISTERED:
+    for spec in registered():
         if spec.key == before:
             break
         config = configs.get(spec.key) or {}
