@@ -124,6 +124,8 @@ def test_an_index_built_with_other_shingles_is_refused(decon, tmp_path: Path,
     with pytest.raises(CuratorError) as info:
         load_index(seen[0], {"shingling": {"kind": "char", "size": 13}})
     assert info.value.error_id == "shingling_mismatch"
+    assert "was built with shingling=" in info.value.message  # what differs, both sides
+    assert "this scan uses {'kind': 'char', 'size': 13}" in info.value.message
 
 
 def test_a_holdout_modified_during_the_run(decon, tmp_path: Path,
