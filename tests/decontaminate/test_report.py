@@ -56,3 +56,26 @@ def test_the_rendering_names_the_holdouts_documents_and_the_pairs_most_similar_f
     assert "- holdout: 7 documents, modified: False\n" in out.markdown
     assert [p["train_id"] for p in out.tables["removed"]] == ["c", "a"]
     assert out.summary.startswith("decontamination: 2 of 20 training documents removed")
+
+
+def test_each_partitions_counts_are_summed_into_the_reports_fields() -> None:
+    counts = {"documents": 5, "removed": 3, "kept": 2, "removed_by.identity_only": 1,
+              "removed_by.similarity_only": 1, "removed_by.both": 1, "rule.identity": 2,
+              "rule.jaccard": 2, "rule.containment": 1, "rejected.unparsable_line": 1,
+              "rejected.not_an_object": 1, "rejected.missing_text": 1,
+              "rejected.text_not_a_string": 1, "rejected.empty_text": 1}
+    parts = [scan([], []), scan([], [])]
+    for s in parts:
+        s["counts"] = counts
+    r = report(parts)
+    assert r["result"] == {
+        "train_documents_in": 10, "train_documents_removed": 6, "train_documents_out": 4,
+        "removed_by_group_identity_only": 2, "removed_by_similarity_only": 2,
+        "removed_by_both": 2,
+        "removed_by_rule": {"identity": 4, "jaccard": 4, "containment": 2}}
+    train = r["splits"]["train"]
+    assert (train["unparsable_lines"], train["skipped_non_mapping"],
+            train["skipped_missing_text"]) == (2, 2, 6)
+    overlap = r["group_overlap"]
+    assert (overlap["unmatchable_left"], overlap["unmatchable_right"]) == (0, 0)
+    assert overlap["left_key_fields"] == {"url": 20}
