@@ -150,18 +150,10 @@ def _no_plots_unless_full() -> Iterator[None]:
 HOSTILE: list[Any] = [
     -1, 0, 10**30, float("nan"), True, "", [], {}, -(10**30), float("inf"), False,
     "abc", 1.5, [None], {"a": 1}, None, "-5MB", float("-inf"), 2**63, [10**30], [True],
-    ["", ""], " ", "x" * 200, [[1]], -0.0, "1e30", [1.5, "x"], "lots", 1e300,
+    ["", ""], " ", "x" * 200, [[1]], -0.0, "1e30", [1.5, "x"], "lots", 1e300, "\x00",
+    "x" * 300, "a\x00b",
 ]
-#: values a path key still turns into a traceback (reported to the lead, #29): kept out
-#: of :data:`HOSTILE` and ``typed``'s text until fixed; test_known_path_bugs pins them
-KNOWN_PATH_BUGS: dict[str, str] = {
-    "\x00": "a NUL byte in a path: ValueError: embedded null byte (Path.resolve in "
-            "StepRun.__init__, curator/steps/base.py)",
-    "x" * 300: "a path component over 255 bytes: OSError: [Errno 36] File name too long "
-               "(Path.is_dir in StepRun._run, curator/steps/base.py; the langid model's "
-               "Path.is_file)",
-}
-TEXT = st.text(st.characters(blacklist_characters="\x00"), max_size=12)
+TEXT = st.text(max_size=12)
 
 
 def field_of(model: type[BaseModel], dotted: str) -> Any:
@@ -234,14 +226,7 @@ def values(model: type[BaseModel], key: str, rotation: int) -> st.SearchStrategy
     last = key.rsplit(".", 1)[-1]
     extra = [st.sampled_from([*PATHS, ESCAPE] if last.startswith("emit_") else PATHS)] \
         if PATHISH.search(last) else []
-    return st.one_of(st.sampled_from(hostile), typed(annotation, key), *extra).filter(
-        lambda v: not known(model, key, v))
-
-
-def known(model: type[BaseModel], key: str, value: Any) -> bool:
-    """A value :data:`KNOWN` says fails today (pinned by test_known_bugs instead)."""
-    return any(m is model and k == key and type(v) is type(value) and v == value
-               for (m, k, v) in KNOWN)
+    return st.one_of(st.sampled_from(hostile), typed(annotation, key), *extra)
 
 
 def resolve(value: Any, root: Path, spec: StepSpec) -> Any:
@@ -334,40 +319,21 @@ def test_any_value_of_any_key_runs_or_is_refused_with_an_id(
     check()
 
 
-def _k(step: str) -> type[BaseModel]:
-    return STEPS_BY[step].config
+#: what the property found (each a traceback or, for emit_*, the input overwritten with
+#: exit 0; fixed in f2e067d): run every time, whatever the draws
+FOUND = [
+    ("ingest", "output_dir", "\x00"),  # ValueError: embedded null byte
+    ("ingest", "output_dir", "x" * 300),  # OSError: File name too long
+    ("profile", "models.fasttext_langid", "x" * 300),  # OSError: File name too long
+    ("filter", "emit_manifest", Token("in_file")),  # the input overwritten, exit 0
+    ("filter", "emit_manifest", ESCAPE),  # ../raw/c.jsonl under output_dir: the same
+    ("filter", "emit_ledger", Token("in_file")),
+    ("filter", "emit_ledger", ESCAPE),
+    ("decontamination", "work_dir", Token("in_file")),  # NotADirectoryError
+]
 
 
-#: (config model, key, value) -> the traceback or the harm it causes today (reported
-#: to the lead, #29); kept out of the drawn values; test_known_bugs pins each (strict
-#: xfail): when a fix makes one pass, drop it here (and, for the first three, put the
-#: value back into :data:`HOSTILE`)
-KNOWN: dict[tuple[type[BaseModel], str, Any], str] = {
-    (_k("ingest"), "output_dir", "\x00"): KNOWN_PATH_BUGS["\x00"],
-    (_k("ingest"), "output_dir", "x" * 300): KNOWN_PATH_BUGS["x" * 300],
-    (_k("profile"), "models.fasttext_langid", "x" * 300): KNOWN_PATH_BUGS["x" * 300],
-    (_k("filter"), "emit_manifest", Token("in_file")):
-        "the run manifest written over the input file an absolute emit_manifest names "
-        "(exit 0: the input is lost)",
-    (_k("filter"), "emit_manifest", ESCAPE):
-        "the run manifest written over the input file emit_manifest: ../raw/c.jsonl names "
-        "(relative to output_dir; exit 0: the input is lost)",
-    (_k("filter"), "emit_ledger", Token("in_file")):
-        "the curation ledger written over the input file an absolute emit_ledger names "
-        "(exit 0: the input is lost)",
-    (_k("filter"), "emit_ledger", ESCAPE):
-        "the curation ledger written over the input file emit_ledger: ../raw/c.jsonl names",
-    (_k("decontamination"), "work_dir", Token("in_file")):
-        "work_dir naming a file: NotADirectoryError traceback (work.mkdir in prepare_work, "
-        "curator/steps/base.py)",
-}
-
-
-@pytest.mark.parametrize(("step", "key", "value"), [
-    pytest.param(step, key, value, id=f"{step}-{key}-{i}",
-                 marks=pytest.mark.xfail(strict=True, reason=why))
-    for i, ((model, key, value), why) in enumerate(KNOWN.items())
-    for step in [next(s.key for s in STEPS if s.config is model)]])
-def test_known_bugs(step: str, key: str, value: Any, world: Path) -> None:
-    """Each fails today (above); never drawn by the property until it is fixed."""
+@pytest.mark.parametrize(("step", "key", "value"), FOUND)
+def test_what_the_property_found_stays_fixed(step: str, key: str, value: Any,
+                                              world: Path) -> None:
     run_with_value(STEPS_BY[step], world, key, value, False)
