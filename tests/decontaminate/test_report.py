@@ -27,7 +27,9 @@ def report(scans: list[dict[str, Any]]) -> dict[str, Any]:
                                                "holdout": {"documents": 7, "modified": False}},
                         scans=scans,
                         holdout_key_fields={"url": 3}, paths={}, producer=producer,
-                        completed=True, error=None, shards=[], warnings=[])
+                        completed=True, error=None, warnings=[],
+                        shards=[{"name": "part_0.jsonl", "rows": 3},
+                                {"name": "part_1.jsonl", "rows": 1}])
 
 
 def test_removed_pairs_are_listed_most_similar_first_across_partitions() -> None:
@@ -79,3 +81,17 @@ def test_each_partitions_counts_are_summed_into_the_reports_fields() -> None:
     overlap = r["group_overlap"]
     assert (overlap["unmatchable_left"], overlap["unmatchable_right"]) == (0, 0)
     assert overlap["left_key_fields"] == {"url": 20}
+    assert r["output"]["rows"] == 4
+    sim = r["similarity"]
+    assert (sim["candidate_pairs"], sim["verified_duplicates"], sim["unverifiable_pairs"]) == (
+        0, 0, 0)
+    assert r["containment"] == {"enabled": False, "threshold": 0.8, "min_shingles": 25,
+                                "removed": 2}
+    for s in parts:
+        s["counts"] = {"candidate_pairs": 4, "verified_duplicates": 3, "unverifiable_pairs": 1}
+    r = report(parts)
+    sim = r["similarity"]
+    assert (sim["candidate_pairs"], sim["verified_duplicates"], sim["unverifiable_pairs"]) == (
+        8, 6, 2)
+    assert r["containment"]["removed"] == 0 and r["result"]["removed_by_rule"] == {
+        "identity": 0, "jaccard": 0, "containment": 0}
