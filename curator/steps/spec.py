@@ -213,8 +213,11 @@ class StepSpec:
     funnel: FunnelReader | None = None
 
     def __post_init__(self) -> None:
-        # the key is written here alone: the config and the run read it from the spec
-        self.config.step_spec = self
+        # the key is written here alone: the config and the run read it from the spec.
+        # Bound once per config class: a copy of a spec (dataclasses.replace, a test's
+        # variant) never rebinds the class its original owns
+        if "step_spec" not in vars(self.config):
+            self.config.step_spec = self
 
     def produces(self, config: dict[str, Any]) -> CorpusView | None:
         """The corpus it writes with ``config`` (its ``corpus`` port), if any."""
