@@ -9,6 +9,7 @@ import pytest
 
 from curator.errors import CuratorError
 from curator.ingest.report import render
+from curator.models import IngestReport
 from curator.steps.ingest import IngestConfig, run_ingest
 from curator_demo import generate_demo_corpus
 from tests.steps._worlds import KEYS, data_files
@@ -67,7 +68,7 @@ def test_ingest_s3_to_s3_writes_the_bytes_of_a_local_run(
     assert report["completed_normally"] and report["producer"]["completed_at"]
     assert report["output_dir"] == f"s3://{bucket}/ingested"
     # the line the CLI prints names the report's URL (not "s3:/..." as a path would)
-    assert f"report s3://{bucket}/ingested/ingest_report.json" in render(report).summary
+    assert f"report s3://{bucket}/ingested/ingest_report.json" in render(IngestReport.model_validate(report)).summary
     objects = s3_objects(s3_server, bucket, "ingested/")
     _same_corpus(_data(objects), data_files(local_ingest), f"s3://{bucket}/raw", raw)
     remote_report = json.loads(objects["ingest_report.json"])
