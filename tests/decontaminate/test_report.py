@@ -95,3 +95,6 @@ def test_each_partitions_counts_are_summed_into_the_reports_fields() -> None:
         8, 6, 2)
     assert r["containment"]["removed"] == 0 and r["result"]["removed_by_rule"] == {
         "identity": 0, "jaccard": 0, "containment": 0}
+    assert (r["result"]["train_documents_out"], r["splits"]["train"]["skipped_non_mapping"],
+            r["splits"]["train"]["skipped_missing_text"]) == (0, 0, 0)  # absent counts
+    assert r["schema_version"] == 1
