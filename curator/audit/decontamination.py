@@ -115,7 +115,7 @@ def check_decontamination(report_path: Path, root: Path | None = None) -> Block:
         for p in sorted(removed_dir.glob("*.jsonl")) if removed_dir.is_dir() else []:
             for _, line in iter_lines(str(p)):
                 removed.append(str(json.loads(line)["id"]))
-    except (OSError, ValueError, KeyError, EOFError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError) as exc:
         return None, [*findings, finding("decontamination_files_unreadable",
                                          f"{type(exc).__name__}: {exc}")]
     set_in, set_out, set_removed = set(ids_in), set(ids_out), set(removed)

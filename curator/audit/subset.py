@@ -83,10 +83,15 @@ def _tier_docs(output: Path, id_field: str, text_field: str
         for offset, line in iter_lines(str(shard)):
             try:
                 rec = orjson.loads(line)
-                ids.append(str(rec[id_field]))
-                texts.append(rec[text_field])
-            except (orjson.JSONDecodeError, KeyError, TypeError):
+                doc_id, text = str(rec[id_field]), rec[text_field]
+            except (orjson.JSONDecodeError, KeyError, TypeError, IndexError):
                 bad.append(f"{shard.name}@{offset}")
+                continue
+            if not isinstance(text, str):  # a record the subset never wrote: no recount
+                bad.append(f"{shard.name}@{offset}")
+                continue
+            ids.append(doc_id)
+            texts.append(text)
     return ids, texts, bad
 
 

@@ -270,8 +270,9 @@ class View:
         """The approved policy's thresholds by signal, plus the filter's word bounds."""
         run = self.run
         marks: dict[str, list[tuple[str, str, float]]] = {}
-        for t in (run.policy or {}).get("thresholds") or []:
-            if not isinstance(t, dict):
+        listed = (run.policy or {}).get("thresholds") if isinstance(run.policy, dict) else None
+        for t in listed if isinstance(listed, list) else []:  # a policy of another shape:
+            if not isinstance(t, dict):  # no marks (the page never fails on it)
                 continue
             for kind in ("min", "max"):
                 if isinstance(t.get(kind), int | float):

@@ -29,11 +29,17 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from curator import models
 from curator.audit.subset import check_subset
-from curator.config import ByteSizeSpelling, ConfigBlock, CorpusStepConfig, Int64
+from curator.config import (
+    ByteSizeSpelling,
+    ConfigBlock,
+    CorpusStepConfig,
+    Int64,
+    path_problem,
+)
 from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
@@ -87,6 +93,15 @@ class SubsetTokenizer(ConfigBlock):
 
     name: str
     revision: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _a_name_or_a_path(cls, name: str) -> str:
+        """A name may be a path: it must be one a file can have (``config_error``)."""
+        problem = path_problem("tokenizer.name", name)
+        if problem is not None:
+            raise ValueError(problem)
+        return name
 
 
 class SubsetConfig(CorpusStepConfig):

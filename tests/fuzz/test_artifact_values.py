@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz._cli import assert_refused_or_ran, invoke
@@ -142,27 +142,24 @@ def damage(draw: st.DrawFn, path: Path) -> str:
             new = {"empty": b"", "truncated": data[:len(data) // 2],
                    "not_json": b"{not json", "a_number": b"5", "a_list": b"[]",
                    "a_string": b'"x"', "null": b"null", "bytes": b"\xff\xfe\x00{"}[how]
-            assume(how not in JSON_VALUES or not known(path, json.loads(new)))
             path.write_bytes(new)
         return how
     if path.suffix == ".jsonl":
         lines = data.decode("utf-8").splitlines()
         i = draw(st.integers(0, len(lines) - 1))
         line = draw(damaged_tree(json.loads(lines[i])))
-        assume(not known(path, line))
         lines[i] = dump(line, False).decode("utf-8")
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         return f"line {i + 1}: {lines[i][:300]}"
     doc = draw(damaged_tree(yaml.safe_load(data) if yaml_file else json.loads(data)))
-    assume(not known(path, doc))
     text = dump(doc, yaml_file)
     path.write_bytes(text)
     return text.decode("utf-8")[:600]
 
 
-#: damage ``curate report`` turns into a traceback today (reported to the lead, #29):
-#: never drawn (``known``); test_known_artifact_bugs pins each (strict xfail)
-KNOWN: dict[str, str] = {
+#: damage these properties found turned into a traceback (#29, fixed since): drawn like
+#: any other, and test_damage_that_was_a_traceback pins each case
+FOUND: dict[str, str] = {
     "policy/approved_policy.yaml": "thresholds a number (thresholds: 5): curate report "
     "TypeError: 'int' object is not iterable (View.thresholds, curator/report/page.py)",
     "decontaminated/removed/part_0.jsonl": "a line of removed/ that is not an object "
@@ -174,18 +171,6 @@ KNOWN: dict[str, str] = {
     "attribute 'split' (the words counter of _counter, curator/audit/subset.py); a record "
     "without text: ValueError: zip() argument 2 is shorter than argument 1 (check_subset)",
 }
-
-
-def known(path: Path, doc: Any) -> bool:
-    """``doc`` (the damaged artifact at ``path``) is damage :data:`KNOWN` lists."""
-    if path.name == "approved_policy.yaml" and isinstance(doc, dict):
-        thresholds = doc.get("thresholds")
-        return isinstance(thresholds, int | float) and bool(thresholds)
-    if path.parent.name == "removed" and path.suffix == ".jsonl":
-        return not isinstance(doc, dict)
-    if path.parent.parent.name == "subset" and path.suffix == ".jsonl":
-        return isinstance(doc, dict) and not isinstance(doc.get("text"), str)
-    return False
 
 
 def commands(root: Path, audit_out: Path) -> list[list[str]]:
@@ -233,14 +218,14 @@ def _a_text_not_a_string(path: Path) -> None:
 
 
 @pytest.mark.parametrize(("artifact", "how", "command"), [
-    pytest.param(artifact, how, command, id=artifact,
-                 marks=pytest.mark.xfail(strict=True, reason=KNOWN[artifact]))
+    pytest.param(artifact, how, command, id=artifact)
     for artifact, how, command in [
         ("policy/approved_policy.yaml", _thresholds_a_number, "report"),
         ("decontaminated/removed/part_0.jsonl", _a_line_not_an_object, "audit"),
         ("subset/budget_4000_words/part_0.jsonl", _a_text_not_a_string, "audit")]])
-def test_known_artifact_bugs(artifact: str, how: Any, command: str, flow_root: Path) -> None:
-    """Each fails today; when fixed, drop its entry of :data:`KNOWN` and ``known``."""
+def test_damage_that_was_a_traceback(artifact: str, how: Any, command: str,
+                                     flow_root: Path) -> None:
+    """Each was a traceback (:data:`FOUND`); now refused with an id, or read."""
     with sandbox() as box:
         root = box / "root"
         shutil.copytree(flow_root, root, symlinks=True)

@@ -226,29 +226,11 @@ def values(model: type[BaseModel], key: str, rotation: int) -> st.SearchStrategy
     last = key.rsplit(".", 1)[-1]
     extra = [st.sampled_from([*PATHS, ESCAPE] if last.startswith("emit_") else PATHS)] \
         if PATHISH.search(last) else []
-    return st.one_of(st.sampled_from(hostile), typed(annotation, key), *extra).filter(
-        lambda v: not known(model, key, v))
+    return st.one_of(st.sampled_from(hostile), typed(annotation, key), *extra)
 
 
-def known(model: type[BaseModel], key: str, value: Any) -> bool:
-    """A value :data:`KNOWN` says fails today (never drawn; test_known_bugs pins it)."""
-    return model is STEPS_BY["subset"].config and key.startswith("tokenizer") and \
-        any(len(part) > 255 for text in _strings(value) for part in text.split("/"))
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-#: what fails today (reported to the lead, #29), pinned by strict xfails: when a fix
-#: makes one pass, drop it here and in ``known``
-KNOWN = {
+#: what these properties found as a traceback (#29, fixed since): each pinned here
+FOUND = {
     ("subset", "tokenizer.name", "x" * 300):
         "a tokenizer name past 255 bytes: OSError: [Errno 36] File name too long "
         "(Path.is_file in _digest from SubsetConfig.preflight, curator/steps/subset.py; "
@@ -258,10 +240,9 @@ KNOWN = {
 
 
 @pytest.mark.parametrize(("step", "key", "value"), [
-    pytest.param(*case, id="-".join(case[:2]),
-                 marks=pytest.mark.xfail(strict=True, reason=why))
-    for case, why in KNOWN.items()])
-def test_known_bugs(step: str, key: str, value: Any, world: Path) -> None:
+    pytest.param(*case, id="-".join(case[:2])) for case in FOUND])
+def test_values_that_were_a_traceback(step: str, key: str, value: Any, world: Path) -> None:
+    """Each was a traceback (:data:`FOUND`); now refused with an id, or run."""
     run_with_value(STEPS_BY[step], world, key, value, False)
 
 
