@@ -150,5 +150,6 @@ def test_an_index_without_keys_or_a_batch_without_shingles_matches_nothing(kind:
         which, key_index = index.lookup(batch)
         assert which.shape == key_index.shape == (0,)
         assert which.dtype == key_index.dtype == np.int64
+    assert len(full.bitmap) == len(empty.bitmap) == 1 << 14  # the smallest filter
     which, key_index = full.search(hashes[:0])  # no needle left after the filter
     assert which.shape == key_index.shape == (0,)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from curator.subset.planning import Plan, make_plan
+from curator.subset.planning import Plan, global_order, make_plan
 
 
 def plan(tokens: Sequence[int], budgets: Sequence[int], bands: Sequence[int] = (128, 512),
@@ -56,3 +56,10 @@ def test_a_quota_equal_to_the_shortest_document_takes_it_and_is_not_starved() ->
     assert _starved(p) == [["s|0-1000"]], "only the 99-token quota is starved"
     assert p.tiers[0].document_count == 0
     assert p.tiers[1].achieved == 100
+
+
+def test_runs_of_equal_hashes_are_each_ordered_by_id() -> None:
+    # two runs of equal hashes next to each other: each is sorted by id
+    hashes = np.array([5, 5, 6, 6, 9, 7, 7], dtype=np.uint64)
+    ids = ["b", "a", "d", "c", "e", "g", "f"]
+    assert global_order(hashes, ids).tolist() == [1, 0, 3, 2, 6, 5, 4]
