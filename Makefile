@@ -77,7 +77,8 @@ MUTANTS ?=
 .PHONY: mutation
 mutation: $(STAMP)
 	nice -n 19 $(BIN)/mutmut run --max-children $(MUTATION_WORKERS) $(foreach m,$(MUTANTS),'$(m)')
-	$(BIN)/mutmut results --all true | awk -F': ' '{m = $$1; sub(/^ +/, "", m); \
-	  sub(/\.[^.]*__mutmut_[0-9]+$$/, "", m); n[m]++; k[m] += ($$2 == "killed"); \
-	  s[m] += ($$2 == "survived")} END {f = "%-36s %5d mutants %5d killed %5d survived"; \
+	$(BIN)/mutmut results --all true | awk -F': ' '$$2 != "not checked" {m = $$1; \
+	  sub(/^ +/, "", m); sub(/\.[^.]*__mutmut_[0-9]+$$/, "", m); n[m]++; \
+	  k[m] += ($$2 ~ /^(killed|timeout|segfault)$$/); s[m] += ($$2 == "survived")} \
+	  END {f = "%-36s %5d mutants %5d killed %5d survived"; \
 	  for (m in n) printf f " %6.1f%%\n", m, n[m], k[m], s[m], 100 * k[m] / n[m]}' | sort
