@@ -143,7 +143,7 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
     Without such output there, only the later steps' artifacts are audited."""
     if config.output_root is None or storage.is_remote(config.output_root):
         return config  # a flow's root is local: the run refuses a URL (docs/storage.md)
-    root = Path(config.output_root)
+    root = Path(config.output_root).resolve()  # the derived paths are absolute, as planned
     if not root.is_dir():
         raise CuratorError("output_root_not_found",
                            f"output_root {config.output_root!r} is not a directory")
