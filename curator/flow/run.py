@@ -197,6 +197,13 @@ def start_flow(config: str | dict[str, Any], plan: bool, logger: Any) -> FlowPla
 
     data: Any = config
     if not isinstance(config, dict):
+        if Path(config).is_dir():  # named, quoted: "flow config in: ..." read as prose
+            raise CuratorError("config_not_found", f"flow config {str(config)!r} is a "
+                               "directory, not a YAML file: name the file (e.g. "
+                               "examples/demo/flow-measure.yaml)")
+        if not Path(config).is_file():
+            raise CuratorError("config_not_found", f"flow config {str(config)!r} does not "
+                               f"exist ({Path(config).absolute()})")
         try:
             data = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:

@@ -28,3 +28,16 @@ def test_a_missing_file_is_named_with_where_it_was_looked_for(
     assert result.exit_code == 2
     assert f"config file 'nope.yaml' does not exist ({tmp_path / 'nope.yaml'})" \
         in result.stderr
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("in", "flow config 'in' is a directory, not a YAML file"),
+    ("nope.yaml", "flow config 'nope.yaml' does not exist"),
+])
+def test_curate_flow_names_its_config_path_too(name: str, said: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "in").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["flow", "--config", name])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: [config_not_found] {said}"), result.stderr
