@@ -68,7 +68,8 @@ def test_ingest_s3_to_s3_writes_the_bytes_of_a_local_run(
     assert report["completed_normally"] and report["producer"]["completed_at"]
     assert report["output_dir"] == f"s3://{bucket}/ingested"
     # the line the CLI prints names the report's URL (not "s3:/..." as a path would)
-    assert f"report s3://{bucket}/ingested/ingest_report.json" in render(IngestReport.model_validate(report)).summary
+    summary = render(IngestReport.model_validate(report)).summary
+    assert f"report s3://{bucket}/ingested/ingest_report.json" in summary
     objects = s3_objects(s3_server, bucket, "ingested/")
     _same_corpus(_data(objects), data_files(local_ingest), f"s3://{bucket}/raw", raw)
     remote_report = json.loads(objects["ingest_report.json"])
