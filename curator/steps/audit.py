@@ -50,7 +50,7 @@ from curator.steps.spec import (
     StepSpec,
     offers_at_root,
     registered,
-    sidecars,
+    without_sidecars,
 )
 
 Mode = Literal["integrity", "digest", "containment", "all"]
@@ -263,8 +263,7 @@ class AuditRun(StepRun):
             found = resolve_input_files(spec, JSONL_EXTENSIONS)
         except CuratorError as exc:
             raise CuratorError(f"{key}_no_matches", exc.message) from exc
-        found = [f for f in found if Path(f).name not in sidecars()
-                 and not Path(f).name.startswith(".")]
+        found = [f for f in without_sidecars(found) if not Path(f).name.startswith(".")]
         return self.outside_output(found, key, spec)
 
     def _objects(self, pattern: str, key: str) -> list[str]:

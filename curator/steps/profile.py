@@ -52,7 +52,15 @@ from curator.profile.passes import (
 from curator.profile.report import build_report, render, sample_manifest
 from curator.signals.registry import REGISTRY, SignalSpec, missing_requirements
 from curator.steps.base import ProgressHook, StepRun, partition_ids
-from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output, sidecars
+from curator.steps.spec import (
+    FlowContext,
+    Phase,
+    Port,
+    Problem,
+    StepSpec,
+    in_output,
+    without_sidecars,
+)
 
 log = logging.getLogger("curator.profile")
 
@@ -137,8 +145,7 @@ class ProfileRun(StepRun):
         self.pack = load_langpack(config.langpack_dir, config.language)
         self.specs, self.notes = select_signals(config.signals, self.pack,
                                                 config.models.tokenizer is not None)
-        files = [f for f in resolve_input_files(config.input_glob, JSONL_EXTENSIONS)
-                 if Path(f).name not in sidecars()]
+        files = without_sidecars(resolve_input_files(config.input_glob, JSONL_EXTENSIONS))
         self.files = [f for f in files if not self.inside_output(f)]
         if not self.files:
             raise CuratorError("empty_corpus", f"no JSONL files match {config.input_glob!r}")

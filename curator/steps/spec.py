@@ -346,6 +346,13 @@ def sidecars() -> frozenset[str]:
     return frozenset(names)
 
 
+def without_sidecars(files: list[str]) -> list[str]:
+    """``files`` less the reports steps write beside corpora (:func:`sidecars`, built
+    once for the whole list)."""
+    names = sidecars()
+    return [f for f in files if Path(f).name not in names]
+
+
 def offers(planned: list[tuple[StepSpec, dict[str, Any], bool]]) -> list[Offer]:
     """Every port the ``(spec, config, enabled)`` steps provide, in their order."""
     return [Offer(port, spec, enabled, config, port.locate(config))

@@ -57,7 +57,15 @@ from curator.io.writers import write_atomic
 from curator.models import SubsetReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
-from curator.steps.spec import FlowContext, Phase, Port, Problem, StepSpec, in_output, sidecars
+from curator.steps.spec import (
+    FlowContext,
+    Phase,
+    Port,
+    Problem,
+    StepSpec,
+    in_output,
+    without_sidecars,
+)
 from curator.subset.counting import BUNDLED, TokenizerId, identify
 from curator.subset.planning import Plan, make_plan, verify_nesting
 from curator.subset.report import (
@@ -245,8 +253,7 @@ class SubsetRun(StepRun):
         if cfg.tokenizer is not None:
             self.tok = identify(cfg.tokenizer.name, cfg.tokenizer.revision)
         found = resolve_input_files(cfg.input_glob, (*JSONL_EXTENSIONS, *PARQUET_EXTENSIONS))
-        found = self.outside_output([f for f in found if Path(f).name not in sidecars()],
-                                    "input_glob", cfg.input_glob)
+        found = self.outside_output(without_sidecars(found), "input_glob", cfg.input_glob)
         if not found:
             raise CuratorError("input_glob_no_matches",
                                f"input_glob {cfg.input_glob!r} matches no files")
