@@ -161,12 +161,11 @@ def from_output_root(config: AuditConfig) -> AuditConfig:
         raise CuratorError("flow_plan_unreadable",
                            f"{root / 'flow_plan.json'} cannot be read as a flow plan: "
                            f"{why}") from exc
-    found = offers_at_root(root, SPEC.key, configs)
-    manifest = [o for o in found if o.port.name == "manifest"]
-    if not manifest or not Path(manifest[-1].config["output_dir"]).is_dir():
-        return config
     ctx = FlowContext(root=root, corpus=None, reads=CorpusView(None), approved_policy=None,
-                      offers=found)
+                      offers=offers_at_root(root, SPEC.key, configs))
+    manifest = ctx.offer("manifest")
+    if manifest is None or not Path(manifest.config["output_dir"]).is_dir():
+        return config
     derived = _derive(ctx)
     if not planned:  # built step by step: what the filter read is in its manifest
         derived = {**_from_manifest(root, derived.get("declared_manifest")),

@@ -565,13 +565,12 @@ def _policy(config: dict[str, Any]) -> str | None:
 def _scores(config: dict[str, Any]) -> ScoreColumns:
     """The ``__<signal>`` columns it writes: only in ``annotate``/``both`` mode, with a
     policy that thresholds the signal (docs/filter.md)."""
-    policy = _policy(config)
     if config.get("mode", "filter") == "filter":
         return ScoreColumns("the filter runs in mode filter, which writes no score columns "
-                            "(set steps.filter.mode: annotate or both)", policy)
-    if not policy:
+                            "(set steps.filter.mode: annotate or both)")
+    if not _policy(config):
         return ScoreColumns("the filter applies no policy, so it scores no signal")
-    return ScoreColumns(None, policy)
+    return ScoreColumns()
 
 
 def _depends_on(config: dict[str, Any]) -> list[str]:

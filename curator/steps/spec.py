@@ -96,7 +96,6 @@ class ScoreColumns:
     those of the policy it applies, unless :attr:`none_because` says why it writes none."""
 
     none_because: str | None = None
-    policy: str | None = None  # the policy whose thresholded signals get a column
 
 
 @dataclass(frozen=True)
