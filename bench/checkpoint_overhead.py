@@ -1,13 +1,13 @@
 """Checkpoint overhead: the same pipeline with and without ``checkpoint_path``.
 
-JsonlReader(files_per_partition=1) -> a light polars stage -> JsonlWriter over many
-small files (one source partition per file), on LocalExecutor(workers=2) and on
-InlineExecutor. Runs alternate with/without so drift hits both alike; every run
-gets a fresh output directory and (when checkpointed) a fresh checkpoint directory.
-Reports the median wall time of each variant, the ratio of the medians, the median
-of the per-repetition ratios, and where the checkpoint's time goes in the driver
-(the durable commits, how many partitions shared one commit, and the end-of-run
-statistics merge).
+jsonl_reader(files_per_partition=1) -> a light polars stage -> JsonlWriter (the generic
+stages of curator_testing.jsonl) over many small files (one source partition per file),
+on LocalExecutor(workers=2) and on InlineExecutor. Runs alternate with/without so drift
+hits both alike; every run gets a fresh output directory and (when checkpointed) a fresh
+checkpoint directory. Reports the median wall time of each variant, the ratio of the
+medians, the median of the per-repetition ratios, and where the checkpoint's time goes
+in the driver (the durable commits, how many partitions shared one commit, and the
+end-of-run statistics merge).
 
 Two side measurements: the durable commit alone with 1, 10 and 100 sources per
 commit, and the writers' cost per partition when the output directory already
@@ -34,10 +34,9 @@ import polars as pl
 
 from curator.checkpoint import CheckpointStore
 from curator.execution import InlineExecutor
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from executors import LocalExecutor
 
 NAME = "checkpoint_overhead"
@@ -88,7 +87,7 @@ def build(inp: Path, out: Path) -> Pipeline:
     return Pipeline(
         name="checkpoint-overhead",
         stages=[
-            JsonlReader(file_paths=str(inp), files_per_partition=1),
+            *jsonl_reader(str(inp), files_per_partition=1),
             LightStats(),
             JsonlWriter(path=str(out)),
         ],

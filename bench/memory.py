@@ -1,9 +1,9 @@
 """Peak memory of a pass-through pipeline at 1x and 8x the corpus size.
 
-JsonlReader(blocksize=16MB) -> JsonlWriter on LocalExecutor(workers=2), over a
-corpus of equal-sized files just under the blocksize (one source partition per
-file): 1x = 3 files (~48 MB), 8x = 24 files (~382 MB); the 1x files are the first
-3 of the 8x (hard links), so both read the same kind of data.
+jsonl_reader(blocksize=16MB) -> JsonlWriter (curator_testing.jsonl) on
+LocalExecutor(workers=2), over a corpus of equal-sized files just under the blocksize
+(one source partition per file): 1x = 3 files (~48 MB), 8x = 24 files (~382 MB); the 1x
+files are the first 3 of the 8x (hard links), so both read the same kind of data.
 
 Each run happens in a fresh child process (`--child`), so nothing carries over.
 The parent samples the child's whole process tree with psutil (driver + pool
@@ -38,13 +38,13 @@ TARGET = 1.25
 
 def child(args: argparse.Namespace) -> int:
     """One run of the pipeline; prints a JSON line with its own figures."""
-    from curator.io import JsonlReader, JsonlWriter
     from curator.io.partitioning import parse_size
     from curator.pipeline import Pipeline
+    from curator_testing.jsonl import JsonlWriter, jsonl_reader
     from executors import LocalExecutor
 
     pipeline = Pipeline("memory", [
-        JsonlReader(file_paths=str(args.input), blocksize=parse_size(args.blocksize)),
+        *jsonl_reader(str(args.input), blocksize=parse_size(args.blocksize)),
         JsonlWriter(path=str(args.output)),
     ])
     with LocalExecutor(workers=args.workers) as executor:

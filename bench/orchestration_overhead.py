@@ -1,8 +1,8 @@
 """Orchestration overhead: the pipeline through the Prefect flow vs Pipeline.run directly.
 
-The same stages - JsonlReader(blocksize) -> TextStats (polars expressions: char
+The same stages - jsonl_reader(blocksize) -> TextStats (polars expressions: char
 count, word count, alphanumeric / uppercase / whitespace shares, mean word length,
-line count) -> JsonlWriter - on >= 500 MB of JSONL, run
+line count) -> JsonlWriter (curator_testing.jsonl) - on >= 500 MB of JSONL, run
 
 - directly: ``pipeline.run(executor=...)``;
 - through Prefect: ``flows.engine.run_pipeline_flow(pipeline, executor=...)``
@@ -42,7 +42,7 @@ def text_stats_stage():
     import polars as pl
 
     from curator.stages import ProcessingStage
-    from curator.tasks import DocumentBatch
+    from curator_testing.jsonl import DocumentBatch
 
     @dataclass
     class TextStats(ProcessingStage[DocumentBatch, DocumentBatch]):
@@ -71,11 +71,11 @@ def text_stats_stage():
 
 
 def build(inp: Path, out: Path, blocksize: str, stage_cls):
-    from curator.io import JsonlReader, JsonlWriter
     from curator.pipeline import Pipeline
+    from curator_testing.jsonl import JsonlWriter, jsonl_reader
 
     return Pipeline("orchestration-bench", [
-        JsonlReader(file_paths=str(inp), blocksize=blocksize),
+        *jsonl_reader(str(inp), blocksize=blocksize),
         stage_cls(),
         JsonlWriter(path=str(out)),
     ])

@@ -4,7 +4,9 @@
     python examples/resume_demo.py --workdir demo-run            # resumes; skips done partitions
 
 Creates ``<workdir>/input/*.jsonl`` on first use, writes ``<workdir>/output`` and
-keeps completion state in ``<workdir>/checkpoints/resume-demo``.
+keeps completion state in ``<workdir>/checkpoints/resume-demo``. The JSONL reader and
+writer are the generic stages of ``curator_testing.jsonl`` (the product ships none: each
+curation step brings its own stages); the engine, executors and checkpoint are curator's.
 """
 
 from __future__ import annotations
@@ -19,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.errors import CuratorError
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline, Progress
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from executors import make_executor
 
 
@@ -69,13 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     # Absolute paths: stages run in worker processes, and a Ray worker's working
     # directory is not this one when the run joins an existing cluster (RAY_ADDRESS).
     here = Path.cwd()
-    pipeline = Pipeline(name="resume-demo")
-    pipeline.add_stage(
-        JsonlReader(file_paths=str(here / "input" / "*.jsonl"), files_per_partition=1,
-                    fields=["text"])
-    )
-    pipeline.add_stage(SlowPassThrough(delay=args.delay))
-    pipeline.add_stage(JsonlWriter(path=str(here / "output")))
+    pipeline = Pipeline(name="resume-demo", stages=[
+        *jsonl_reader(str(here / "input" / "*.jsonl"), files_per_partition=1, fields=["text"]),
+        SlowPassThrough(delay=args.delay),
+        JsonlWriter(path=str(here / "output")),
+    ])
     try:
         with executor:  # closes the pool, or a Ray it started, at the end
             result = pipeline.run(

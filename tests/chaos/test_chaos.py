@@ -102,8 +102,8 @@ def test_a_pool_broken_between_two_runs_fails_the_next_with_an_error_id(
     import json
 
     from curator.errors import CuratorError
-    from curator.io import JsonlReader, JsonlWriter
     from curator.pipeline import Pipeline
+    from curator_testing.jsonl import JsonlWriter, jsonl_reader
     from executors import LocalExecutor
 
     src = tmp_path / "in"
@@ -111,7 +111,7 @@ def test_a_pool_broken_between_two_runs_fails_the_next_with_an_error_id(
     for f in range(3):
         (src / f"{f}.jsonl").write_text(json.dumps({"text": f"doc {f}"}) + "\n")
     with LocalExecutor(workers=1) as executor:
-        Pipeline("first", [JsonlReader(file_paths=str(src)),
+        Pipeline("first", [*jsonl_reader(str(src)),
                            JsonlWriter(path=str(tmp_path / "out1"))]).run(executor=executor)
         for pid in list(executor._pool._processes):
             os.kill(pid, signal.SIGKILL)
@@ -120,7 +120,7 @@ def test_a_pool_broken_between_two_runs_fails_the_next_with_an_error_id(
             assert time.monotonic() < deadline, "the pool never noticed its dead worker"
             time.sleep(0.05)
         with pytest.raises(CuratorError) as raised:
-            Pipeline("second", [JsonlReader(file_paths=str(src)),
+            Pipeline("second", [*jsonl_reader(str(src)),
                                 JsonlWriter(path=str(tmp_path / "out2"))]).run(
                 executor=executor)
     assert raised.value.error_id == "partition_failed"

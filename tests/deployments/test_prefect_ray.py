@@ -38,8 +38,8 @@ import pytest
 import yaml
 
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch
 from curator_demo import generate_demo_corpus
+from curator_testing.jsonl import DocumentBatch
 from tests.deployments.test_deploy_worker import (
     POOL,
     _client,
@@ -319,8 +319,8 @@ def test_a_failed_partition_fails_its_task_run_and_the_run_with_its_error(
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
 
     from curator.errors import CuratorError
-    from curator.io import JsonlReader, JsonlWriter
     from curator.pipeline import Pipeline
+    from curator_testing.jsonl import JsonlWriter, jsonl_reader
     from flows.ray_runner import CurateRayTaskRunner, PrefectRayExecutor
 
     folder = tmp_path / "input"
@@ -329,7 +329,7 @@ def test_a_failed_partition_fails_its_task_run_and_the_run_with_its_error(
         (folder / f"part-{f}.jsonl").write_text(
             "".join(json.dumps({"id": f"{f}-{d}", "text": f"doc {d}"}) + "\n" for d in range(4)))
     name = f"ray-fail-{uuid.uuid4().hex[:8]}"
-    pipeline = Pipeline(name, [JsonlReader(file_paths=str(folder), files_per_partition=1),
+    pipeline = Pipeline(name, [*jsonl_reader(str(folder), files_per_partition=1),
                                FailOnFileOne(), JsonlWriter(path=str(tmp_path / "out"))])
 
     @flow(name="prefect-ray-failure", task_runner=CurateRayTaskRunner(), persist_result=False)

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from curator.errors import CuratorError
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from executors import LocalExecutor
 
 
@@ -42,11 +41,11 @@ def _corpus(folder: Path, files: int = 4) -> Path:
 
 
 def _pipeline(inp: Path, out: Path, fail_on: str = "") -> Pipeline:
-    p = Pipeline(name="flow-test")
-    p.add_stage(JsonlReader(file_paths=str(inp), files_per_partition=1))
-    p.add_stage(Upper(fail_on=fail_on))
-    p.add_stage(JsonlWriter(path=str(out)))
-    return p
+    return Pipeline(name="flow-test", stages=[
+        *jsonl_reader(str(inp), files_per_partition=1),
+        Upper(fail_on=fail_on),
+        JsonlWriter(path=str(out)),
+    ])
 
 
 async def _runs(flow_name: str):

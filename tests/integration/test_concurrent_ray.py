@@ -21,10 +21,10 @@ import pytest
 
 from curator.checkpoint import METADATA_DIRNAME
 from curator.execution import InlineExecutor
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline, PipelineResult
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, FileGroupTask
+from curator.tasks import FileGroupTask
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from executors import RayExecutor
 from tests.integration._support import completed_sources, make_inputs
 
@@ -50,7 +50,7 @@ def _pipeline(inputs: list[Path], suffix: str, out: Path, delay: float) -> Pipel
     return Pipeline(
         f"tag{suffix}",
         [
-            JsonlReader(file_paths=[str(p) for p in inputs], files_per_partition=1),
+            *jsonl_reader([str(p) for p in inputs], files_per_partition=1),
             Tag(suffix=suffix, delay=delay),
             JsonlWriter(path=str(out)),
         ],

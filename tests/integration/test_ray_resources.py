@@ -23,7 +23,7 @@ from curator.errors import CuratorError
 from curator.execution import WorkerChain
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage, Resources
-from curator.tasks import DocumentBatch
+from curator_testing.jsonl import DocumentBatch
 from executors import RayExecutor
 from executors.ray import chain_resources, fits_a_node
 from tests.integration._support import Proc, ray_env

@@ -16,7 +16,8 @@ import pyarrow as pa
 from curator.adapter import AdapterResult, StageAdapter
 from curator.checkpoint import CheckpointStore
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, EmptyTask, FailedTask, Task
+from curator.tasks import EmptyTask, FailedTask, Task
+from curator_testing.jsonl import DocumentBatch
 
 
 def batch(i: int) -> DocumentBatch:

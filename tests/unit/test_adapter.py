@@ -18,7 +18,8 @@ from curator.completion import CompletionTracker
 from curator.errors import CuratorError
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, EmptyTask, FailedTask, NoneTask, Task
+from curator.tasks import EmptyTask, FailedTask, NoneTask, Task
+from curator_testing.jsonl import DocumentBatch
 from tests.unit._support import (
     Batched,
     Emit,

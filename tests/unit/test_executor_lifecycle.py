@@ -7,8 +7,8 @@ from pathlib import Path
 
 import psutil
 
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline
+from curator_testing.jsonl import JsonlWriter, jsonl_reader
 from executors import LocalExecutor
 
 
@@ -25,7 +25,7 @@ def test_a_local_pool_serves_several_runs_and_close_stops_it(tmp_path: Path) -> 
     with LocalExecutor(workers=2) as executor:
         for n in range(2):
             out = tmp_path / f"out{n}"
-            result = Pipeline(f"p{n}", [JsonlReader(file_paths=str(src)),
+            result = Pipeline(f"p{n}", [*jsonl_reader(str(src)),
                                         JsonlWriter(path=str(out))]).run(executor=executor)
             assert result.sources_completed == 4 and len(list(out.glob("*.jsonl"))) == 4
             children = set(executor._pool._processes)  # this pool's worker pids

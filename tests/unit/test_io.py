@@ -1,4 +1,5 @@
-"""I/O: partitioning (files, blocks, byte ranges), readers, atomic idempotent writers."""
+"""I/O: partitioning (files, blocks, byte ranges), atomic writes, safe output names; the
+generic JSONL reader and idempotent writer of ``curator_testing.jsonl`` over them."""
 
 from __future__ import annotations
 
@@ -19,18 +20,13 @@ from curator.adapter import StageAdapter
 from curator.corpus.reading import read_bytes
 from curator.errors import CuratorError
 from curator.execution import InlineExecutor
-from curator.io import (
-    FilePartitioningStage,
-    JsonlReader,
-    JsonlReaderStage,
-    JsonlWriter,
-    write_atomic,
-)
+from curator.io import FilePartitioningStage, write_atomic
 from curator.io.partitioning import parse_size
 from curator.io.writers import output_stem, safe_name
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, EmptyTask, FileGroupTask
+from curator.tasks import EmptyTask, FileGroupTask
+from curator_testing.jsonl import DocumentBatch, JsonlReaderStage, JsonlWriter, jsonl_reader
 
 
 def partitions(stage: FilePartitioningStage) -> list[FileGroupTask]:
@@ -152,7 +148,7 @@ def test_compressed_files_are_not_split(tmp_path) -> None:
     assert len(groups) == 1 and groups[0].byte_range is None
 
 
-# -- readers ------------------------------------------------------------------------------
+# -- the JSONL reader (curator_testing) ------------------------------------------------
 
 def test_jsonl_reader_plain_gzip_and_zstd(tmp_path) -> None:
     root = tmp_path / "in"
@@ -164,7 +160,7 @@ def test_jsonl_reader_plain_gzip_and_zstd(tmp_path) -> None:
         f.write("".join(json.dumps(d) + "\n" for d in docs["gz"]))
     raw = "".join(json.dumps(d) + "\n" for d in docs["zst"]).encode()
     (root / "zst.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(raw))
-    result = Pipeline("read", [JsonlReader(file_paths=str(root))]).run(InlineExecutor())
+    result = Pipeline("read", [*jsonl_reader(str(root))]).run(InlineExecutor())
     assert len(result.tasks) == 3
     got = sorted(rows_of(result.tasks), key=lambda r: r["id"])
     assert got == sorted(docs["plain"] + docs["gz"] + docs["zst"], key=lambda r: r["id"])
@@ -174,13 +170,13 @@ def test_jsonl_reader_plain_gzip_and_zstd(tmp_path) -> None:
 def test_jsonl_reader_fields_selects_and_fills_missing(tmp_path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_text('{"text": "a", "x": 1}\n{"text": "b", "x": 2}\n')
-    result = Pipeline("read", [JsonlReader(file_paths=str(path), fields=["text", "missing"])]).run()
+    result = Pipeline("read", [*jsonl_reader(str(path), fields=["text", "missing"])]).run()
     [task] = result.tasks
     assert task.to_polars().columns == ["text", "missing"]
     assert rows_of([task]) == [{"text": "a", "missing": None}, {"text": "b", "missing": None}]
 
 
-# -- writers ----------------------------------------------------------------------------
+# -- the JSONL writer (curator_testing) ------------------------------------------------
 
 def _corpus(root: Path) -> Path:
     root.mkdir()
@@ -199,7 +195,7 @@ def test_the_writer_is_atomic_and_idempotent(tmp_path) -> None:
     src, out = _corpus(tmp_path / "in"), tmp_path / "out"
 
     def go():
-        return Pipeline("w", [JsonlReader(file_paths=str(src)), JsonlWriter(path=str(out))]).run()
+        return Pipeline("w", [*jsonl_reader(str(src)), JsonlWriter(path=str(out))]).run()
 
     first = go()
     files = _listing(out)

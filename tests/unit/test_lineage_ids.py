@@ -12,10 +12,11 @@ import pytest
 from curator.adapter import CompletionEvent, StageAdapter
 from curator.errors import CuratorError
 from curator.execution import InlineExecutor
-from curator.io import FilePartitioningStage, JsonlReaderStage
+from curator.io import FilePartitioningStage
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, EmptyTask, FileGroupTask, NoneTask, Task
+from curator.tasks import EmptyTask, FileGroupTask, NoneTask, Task
+from curator_testing.jsonl import DocumentBatch, JsonlReaderStage
 from tests.unit._support import Batched, Step, batch, source_tasks
 
 HEX12 = "[0-9a-f]{12}"

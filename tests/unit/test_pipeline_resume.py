@@ -16,10 +16,10 @@ import pytest
 from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_file
 from curator.errors import CuratorError
 from curator.execution import InlineExecutor
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, EmptyTask, FailedTask, Task
+from curator.tasks import EmptyTask, FailedTask, Task
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from tests.unit._support import (
     Batched,
     Emit,
@@ -288,7 +288,7 @@ def _corpus(root: Path, files: int = 4, rows: int = 5) -> Path:
 
 
 def _io_stages(src: Path, out: Path, fail: tuple[str, ...] = ()) -> list[ProcessingStage]:
-    return [JsonlReader(file_paths=str(src)), Step(name="check", fail=fail),
+    return [*jsonl_reader(str(src)), Step(name="check", fail=fail),
             JsonlWriter(path=str(out))]
 
 

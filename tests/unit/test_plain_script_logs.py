@@ -22,17 +22,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 PIPELINE = """
 import sys
-from curator.io import JsonlReader, JsonlWriter
+from curator_testing.jsonl import JsonlWriter, jsonl_reader
 from curator.pipeline import Pipeline
 
 workdir = sys.argv[1]
 
 
 def run_once():
-    pipeline = Pipeline(name="plain")
-    pipeline.add_stage(JsonlReader(file_paths=workdir + "/in/*.jsonl", files_per_partition=1,
-                                   fields=["text"]))
-    pipeline.add_stage(JsonlWriter(path=workdir + "/out"))
+    pipeline = Pipeline(name="plain", stages=[
+        *jsonl_reader(workdir + "/in/*.jsonl", files_per_partition=1, fields=["text"]),
+        JsonlWriter(path=workdir + "/out"),
+    ])
     pipeline.run(checkpoint_path=workdir + "/ck")
 """
 
@@ -137,10 +137,10 @@ def test_a_prefect_run_shows_each_line_once(tmp_path: Path, prefect_api: str) ->
         from flows.engine import run_pipeline_flow
 
         if __name__ == "__main__":
-            pipeline = Pipeline(name="plain")
-            pipeline.add_stage(JsonlReader(file_paths=workdir + "/in/*.jsonl",
-                                           files_per_partition=1, fields=["text"]))
-            pipeline.add_stage(JsonlWriter(path=workdir + "/out"))
+            pipeline = Pipeline(name="plain", stages=[
+                *jsonl_reader(workdir + "/in/*.jsonl", files_per_partition=1, fields=["text"]),
+                JsonlWriter(path=workdir + "/out"),
+            ])
             run_pipeline_flow(pipeline, checkpoint_path=workdir + "/ck")
         """, env={"PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_API_URL": prefect_api})
     both = proc.stdout + proc.stderr

@@ -1,22 +1,16 @@
-"""Tasks and sentinels: ids owned by the framework, payloads, table round trips."""
+"""Tasks and sentinels: ids owned by the framework, payloads; the table round trips of
+the test-support ``DocumentBatch`` (``curator_testing.batch``) the engine tests use."""
 
 from __future__ import annotations
 
 import re
 
-import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
 
-from curator.tasks import (
-    DocumentBatch,
-    EmptyTask,
-    FailedTask,
-    FileGroupTask,
-    NoneTask,
-    SentinelTask,
-)
+from curator.tasks import EmptyTask, FailedTask, FileGroupTask, NoneTask, SentinelTask
+from curator_testing.batch import DocumentBatch
 
 HEX12 = re.compile(r"^[0-9a-f]{12}$")
 
@@ -98,24 +92,16 @@ def test_document_batch_from_arrow_round_trips() -> None:
     assert doc.num_items == 3
     assert doc.to_arrow().equals(table)
     assert doc.to_polars().to_dict(as_series=False) == table.to_pydict()
-    assert doc.to_pandas().to_dict("list") == pd.DataFrame(table.to_pydict()).to_dict("list")
-    # through each representation and back to Arrow
+    # through Polars and back to Arrow
     assert DocumentBatch(data=doc.to_polars()).to_arrow().to_pydict() == table.to_pydict()
-    assert DocumentBatch(data=doc.to_pandas()).to_arrow().to_pydict() == table.to_pydict()
 
 
-def test_document_batch_from_polars_and_pandas() -> None:
+def test_document_batch_from_polars() -> None:
     df = pl.DataFrame({"id": [1, 2], "text": ["x", "y"]})
     doc = DocumentBatch(data=df)
     assert doc.num_items == 2
     assert doc.to_polars() is df
     assert doc.to_arrow().to_pydict() == {"id": [1, 2], "text": ["x", "y"]}
-    pdf = pd.DataFrame({"id": [1, 2, 3, 4], "text": list("abcd")})
-    pdoc = DocumentBatch(data=pdf)
-    assert pdoc.num_items == 4
-    assert pdoc.to_pandas() is pdf
-    assert pdoc.to_polars().to_dict(as_series=False) == {"id": [1, 2, 3, 4], "text": list("abcd")}
-    assert pdoc.to_arrow().num_rows == 4
 
 
 def test_empty_document_batch() -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from curator.io.writers import JsonlWriter, atomic_file, clear_stale_temps
+from curator.io.writers import atomic_file, clear_stale_temps
 from curator.pipeline import Pipeline
+from curator_testing.jsonl import JsonlWriter
 from tests.unit._support import Emit
 
 
@@ -61,7 +62,7 @@ def test_stale_temp_cleanup_judges_only_this_hosts_pids(tmp_path: Path) -> None:
     clear_stale_temps(out)
     assert {name: (out / name).exists() for name in names} == names
 
-    # the writer sink clears its output directory with the same rule
+    # the generic writer sink (curator_testing) clears its output directory with the same rule
     (out / f".a.jsonl.tmp-{host}-{dead}").write_text("half a record")
     Pipeline("w", [Emit(n=1), JsonlWriter(path=str(out))]).run()
     assert not (out / f".a.jsonl.tmp-{host}-{dead}").exists()

@@ -20,10 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from executors import LocalExecutor, RayExecutor
 
 
@@ -46,7 +45,7 @@ def pipeline(workdir: Path, out: str) -> Pipeline:
     return Pipeline(
         f"cluster-{out}",
         [
-            JsonlReader(file_paths=str(workdir / "input"), files_per_partition=1),
+            *jsonl_reader(str(workdir / "input"), files_per_partition=1),
             WhereAmI(),
             JsonlWriter(path=str(workdir / out)),
         ],

@@ -18,10 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from curator.io import JsonlReader, JsonlWriter
 from curator.pipeline import Pipeline
 from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch
+from curator_testing.jsonl import DocumentBatch, JsonlWriter, jsonl_reader
 from executors import make_executor
 
 
@@ -61,8 +60,7 @@ def main() -> int:
     pipeline = Pipeline(
         "shard",
         [
-            JsonlReader(file_paths=[os.path.abspath(p) for p in args.inputs],
-                        files_per_partition=1),
+            *jsonl_reader([os.path.abspath(p) for p in args.inputs], files_per_partition=1),
             Rendezvous(barrier=args.barrier, parties=args.parties, owner=os.getpid()),
             JsonlWriter(path=os.path.abspath(args.output)),
         ],
