@@ -1,14 +1,6 @@
-"""Reading and writing corpora: partitioning, the JSONL reader and writer."""
+"""Reading and writing corpora: partitioning, atomic writes, object storage."""
 
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.readers import JsonlReader, JsonlReaderStage
-from curator.io.writers import JsonlWriter, write_atomic
+from curator.io.writers import write_atomic
 
-__all__ = [
-    "FilePartitioningStage",
-    "JsonlReader",
-    "JsonlReaderStage",
-    "JsonlWriter",
-    "resolve_input_files",
-    "write_atomic",
-]
+__all__ = ["FilePartitioningStage", "resolve_input_files", "write_atomic"]
