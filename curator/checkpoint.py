@@ -17,6 +17,11 @@ past the end of the file (SIGBUS), and a damaged page can make it read out of
 bounds or abort. So every file's structure is checked before it is opened, and the
 union is read in a short-lived child process: a file that kills the reader is
 skipped like any other unreadable one, and the run goes on.
+
+With ``mirror=`` (a :class:`~curator.checkpoint_mirror.CheckpointMirror`) the store
+first restores the mirror's writer files, then has its own file pushed to object
+storage after its commits (at most every ``mirror.interval`` seconds) and once more
+when it closes: a checkpoint that survives the driver's node.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lmdb
 
 from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.checkpoint_mirror import CheckpointMirror
 
 log = logging.getLogger("curator.resumability")
 
@@ -296,11 +304,18 @@ class CheckpointStore:
         writer_id: str | None = None,
         map_size: int = DEFAULT_MAP_SIZE,
         check_filesystem: bool = True,
+        mirror: CheckpointMirror | None = None,
     ) -> None:
         self.root = Path(checkpoint_path).absolute()
         self.root.mkdir(parents=True, exist_ok=True)
         if check_filesystem:
             check_local_filesystem(self.root)
+        self._mirror = mirror
+        if mirror is not None:
+            mirror.restore()  # before the union is read (once per mirror)
+        #: commits made through this store; a snapshot records the one it holds
+        self.version = 0
+        self._lock = threading.Lock()  # a commit vs. a snapshot (or close) in another thread
         self.dir = self.root / METADATA_DIRNAME
         self.dir.mkdir(exist_ok=True)
         self.path = _claim_writer_file(
@@ -319,6 +334,13 @@ class CheckpointStore:
             raise
         self._db = self._env.open_db(COMPLETED_DB)
         self._stats_db = self._env.open_db(STATS_DB)
+        if mirror is not None:
+            try:
+                mirror.attach(self)
+            except BaseException:
+                self._mirror = None
+                self.close()
+                raise
 
     # -- start-up -----------------------------------------------------------------
     def _load_union(self, exclude: Path | None = None, with_stats: bool = False) -> None:
@@ -380,13 +402,14 @@ class CheckpointStore:
         if not sources:
             return
         try:
-            with self._env.begin(write=True) as txn:
+            with self._lock, self._env.begin(write=True) as txn:
                 for sid, stats in sources.items():
                     key = sid.encode("utf-8")
                     txn.put(key, b"1", db=self._db)
                     if stats is not None:
                         txn.put(key, json.dumps(stats, sort_keys=True).encode(),
                                 db=self._stats_db)
+                self.version += 1
         except lmdb.Error as exc:  # a full checkpoint filesystem: EIO/ENOSPC on commit
             raise CuratorError(
                 "checkpoint_write_failed",
@@ -397,20 +420,44 @@ class CheckpointStore:
             self._completed.add(sid)
             if stats is not None:
                 self._stats[sid] = dict(stats)
+        if self._mirror is not None:
+            self._mirror.committed(self)
 
     def uncomplete(self, source_id: str) -> None:
         """Forget a completion (in memory and in this writer's own file only)."""
         self._completed.discard(source_id)
         self._stats.pop(source_id, None)
         key = source_id.encode("utf-8")
-        with self._env.begin(write=True) as txn:
+        with self._lock, self._env.begin(write=True) as txn:
             txn.delete(key, db=self._db)
             txn.delete(key, db=self._stats_db)
+            self.version += 1
+        if self._mirror is not None:
+            self._mirror.committed(self)
+
+    def snapshot(self, dest: str | os.PathLike[str]) -> int:
+        """A consistent, compacted copy of this writer's file at ``dest`` (a new file),
+        taken between two commits; returns :attr:`version` at the copy. The file is
+        opened without LMDB's lock table, so a commit must not run during the copy:
+        the store's lock excludes it (a few ms for 10^5 partitions)."""
+        with self._lock:
+            if self._env is None:
+                raise RuntimeError(f"{self.path} is closed")
+            self._env.copy(os.fspath(dest), compact=True)
+            return self.version
 
     def close(self) -> None:
-        if self._env is not None:
-            self._env.close()
-            self._env = None  # type: ignore[assignment]
+        """Close the file; with a mirror, after its last push (which may raise
+        ``checkpoint_mirror_failed``: the file is closed all the same)."""
+        if self._env is None:
+            return
+        try:
+            if self._mirror is not None:
+                self._mirror.detach(self)
+        finally:
+            with self._lock:
+                self._env.close()
+                self._env = None  # type: ignore[assignment]
             with _CLAIMED_LOCK:
                 _CLAIMED.discard(self.path)
 
