@@ -21,7 +21,9 @@ from typing import Any
 import cloudpickle
 
 from curator.adapter import CompletionEvent, StageAdapter
+from curator.io import shared
 from curator.io.partitioning import check_planned
+from curator.io.shared import SharedArea
 from curator.stages import current_stats
 from curator.tasks import Task
 
@@ -45,13 +47,16 @@ class WorkerChain:
     token: str
     blob: bytes
     name: str = ""  # the pipeline's name (``audit-scan``): what an observer calls its units
+    #: the step's output area on object storage (its local copy and URL), if any
+    area: SharedArea | None = None
 
     @classmethod
     def from_adapters(cls, token: str, adapters: list[StageAdapter],
                       name: str = "") -> WorkerChain:
         for adapter in adapters:
             _pickle_by_value_if_local(type(adapter.stage))
-        return cls(token=token, blob=cloudpickle.dumps(adapters), name=name)
+        return cls(token=token, blob=cloudpickle.dumps(adapters), name=name,
+                   area=shared.current())
 
 
 _PACKAGES = ("curator", "executors", "flows")
@@ -144,8 +149,9 @@ def run_unit(chain: WorkerChain, task: Task, worker: str = "") -> UnitResult:
 
     token = current_stats.set(stats)
     try:
-        check_planned(task)  # input_changed: a file removed or rewritten since planning
-        push(0, [task])
+        with shared.unit(chain.area):
+            check_planned(task)  # input_changed: a file removed or rewritten since planning
+            push(0, [task])
     finally:
         current_stats.reset(token)
     return UnitResult(

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from curator.adapter import StageAdapter
 from curator.checkpoint import DEFAULT_MAP_SIZE, CheckpointStore
@@ -26,8 +27,11 @@ from curator.errors import CuratorError
 from curator.execution import Executor, InlineExecutor, UnitResult, WorkerChain
 from curator.interrupts import Interrupts
 from curator.logs import default_stderr_logging
-from curator.stages import CompositeStage, ProcessingStage
+from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, Task
+
+if TYPE_CHECKING:
+    from curator.checkpoint_mirror import CheckpointMirror
 
 log = logging.getLogger("curator.pipeline")
 
@@ -101,10 +105,8 @@ class Pipeline:
 
     # -- build --------------------------------------------------------------------
     def build(self) -> tuple[list[ProcessingStage], int, int]:
-        """Decompose composite stages; return the stages and the source and sink indices."""
-        stages: list[ProcessingStage] = []
-        for stage in self.stages:
-            stages.extend(_decompose(stage))
+        """Validate the stages' source and sink marks; return the stages and their indices."""
+        stages = list(self.stages)
         if not stages:
             raise CuratorError("invalid_pipeline", f"pipeline {self.name!r} has no stages")
         sources = [i for i, s in enumerate(stages) if s.is_source_stage]
@@ -135,8 +137,12 @@ class Pipeline:
         map_size: int = DEFAULT_MAP_SIZE,
         writer_id: str | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        checkpoint_mirror: CheckpointMirror | None = None,
     ) -> PipelineResult:
         """Run the pipeline; see the module docstring and ``docs/engine.md``.
+
+        ``checkpoint_mirror`` mirrors the checkpoint (a local directory under its
+        ``local_root``) to object storage: ``docs/storage.md``.
 
         When nobody has configured logging, the engine's INFO lines (partitions pending
         and skipped, the end-of-run summary) go to stderr for the run: see
@@ -144,7 +150,7 @@ class Pipeline:
         """
         with default_stderr_logging():
             return self._run_logged(executor, initial_tasks, checkpoint_path, map_size,
-                                    writer_id, on_progress)
+                                    writer_id, on_progress, checkpoint_mirror)
 
     def _run_logged(
         self,
@@ -154,6 +160,7 @@ class Pipeline:
         map_size: int,
         writer_id: str | None,
         on_progress: Callable[[Progress], None] | None,
+        mirror: CheckpointMirror | None = None,
     ) -> PipelineResult:
         started = time.perf_counter()
         stages, src, sink = self.build()
@@ -171,7 +178,8 @@ class Pipeline:
             for i, s in enumerate(stages)
         ]
         store = (
-            CheckpointStore(checkpoint_path, writer_id=writer_id, map_size=map_size)
+            CheckpointStore(checkpoint_path, writer_id=writer_id, map_size=map_size,
+                            mirror=mirror)
             if checkpoint_path is not None
             else None
         )
@@ -402,12 +410,3 @@ class Pipeline:
                 f"{type(exc).__name__}: {exc}. {resume}",
                 result=result,
             ) from exc
-
-
-def _decompose(stage: ProcessingStage) -> list[ProcessingStage]:
-    if isinstance(stage, CompositeStage):
-        out: list[ProcessingStage] = []
-        for sub in stage.decompose():
-            out.extend(_decompose(sub))
-        return out
-    return [stage]

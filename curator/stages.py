@@ -117,13 +117,3 @@ class ProcessingStage(Generic[X, Y]):
         if stats is not None:
             full = f"{self.stage_name}.{key}"
             stats[full] = stats.get(full, 0) + value
-
-
-class CompositeStage(ProcessingStage[X, Y]):
-    """A stage that stands for a sequence of simpler stages (decomposed at build time)."""
-
-    def decompose(self) -> list[ProcessingStage]:
-        raise NotImplementedError
-
-    def process(self, task: X) -> Y | list[Y] | None:  # pragma: no cover - never executed
-        raise RuntimeError(f"composite stage {self.stage_name} must be decomposed before running")

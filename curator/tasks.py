@@ -12,9 +12,6 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import polars as pl
-import pyarrow as pa
-
 T = TypeVar("T")
 
 
@@ -86,49 +83,6 @@ class FileGroupTask(Task[list[str]]):
         if self.byte_range is not None:
             key += f"{self.byte_range[0]}-{self.byte_range[1]}|"
         return _hash_id(key)
-
-
-DataFrameLike = pa.Table | pl.DataFrame | Any  # pandas.DataFrame when pandas is installed
-
-
-@dataclass
-class DocumentBatch(Task[DataFrameLike]):
-    """A batch of documents as one table (Arrow, Polars or pandas)."""
-
-    data: DataFrameLike = None
-
-    def to_arrow(self) -> pa.Table:
-        if self.data is None:
-            return pa.table({})
-        if isinstance(self.data, pa.Table):
-            return self.data
-        if isinstance(self.data, pl.DataFrame):
-            return self.data.to_arrow()
-        return pa.Table.from_pandas(self.data, preserve_index=False)
-
-    def to_polars(self) -> pl.DataFrame:
-        if isinstance(self.data, pl.DataFrame):
-            return self.data
-        return pl.from_arrow(self.to_arrow())  # type: ignore[return-value]
-
-    def to_pandas(self) -> Any:
-        try:
-            import pandas  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "DocumentBatch.to_pandas() needs pandas: pip install pandas"
-            ) from exc
-        if not isinstance(self.data, pa.Table | pl.DataFrame) and self.data is not None:
-            return self.data
-        return self.to_arrow().to_pandas()
-
-    @property
-    def num_items(self) -> int:
-        if self.data is None:
-            return 0
-        if isinstance(self.data, pa.Table | pl.DataFrame):
-            return self.data.num_rows if isinstance(self.data, pa.Table) else self.data.height
-        return len(self.data)
 
 
 @dataclass

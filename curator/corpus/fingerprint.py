@@ -32,6 +32,7 @@ from curator.corpus.records import (
     rejections_by_reason,
     source_of,
 )
+from curator.io import shared
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -181,7 +182,7 @@ def merge_fingerprints(work_dir: str | Path, sids: list[str]) -> CorpusCount:
     """The whole corpus's count and fingerprint, from the partitions' files on disk."""
     total = CorpusCount()
     for sid in sids:
-        part = json.loads(fingerprint_work_file(work_dir, sid).read_text())
+        part = json.loads(shared.localize(fingerprint_work_file(work_dir, sid)).read_text())
         total.records_read += int(part["records_read"])
         for reason, n in part["rejections"].items():
             total.rejections[reason] = total.rejections.get(reason, 0) + int(n)

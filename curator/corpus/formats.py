@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 GZIP_SUFFIX = ".gz"
@@ -56,6 +58,42 @@ def file_format(path: str) -> str:
 def shard_name(index: int) -> str:
     """The file name of a step's output shard ``index`` (``part_<index>.jsonl``)."""
     return f"part_{index}.jsonl"
+
+
+class CountingSink:
+    """A file being written, seen through: the digest and the line count of what
+    goes through it, so the writer reports its shard without reading it back."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.rows = 0
+        self._h = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self._h.update(data)
+        self.rows += data.count(b"\n")
+        return int(self.f.write(data))
+
+    def summary(self, name: str) -> dict[str, Any]:
+        """The shard as a manifest lists it (as :func:`shard_summary` reads it)."""
+        return {"name": name, "rows": self.rows, "sha256": "sha256:" + self._h.hexdigest()}
+
+
+def summary_path(work_dir: str | Path, name: str) -> Path:
+    """Where a shard's writer leaves its :meth:`CountingSink.summary` (the work area)."""
+    return Path(work_dir) / "shards" / f"{name}.json"
+
+
+def written_summary(work_dir: str | Path, shard: Path) -> dict[str, Any] | None:
+    """A shard as a manifest lists it: from the summary its writer left in the work
+    area (on any node: :mod:`curator.io.shared`), else read from the shard itself;
+    ``None`` when neither is there."""
+    from curator.io import shared  # curator.io imports this module: not at the top
+
+    left = shared.localize(summary_path(work_dir, shard.name))
+    if left.is_file():
+        return dict(orjson.loads(left.read_bytes()))
+    return shard_summary(shared.localize(shard))
 
 
 def shard_summary(path: Path) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from curator.decontamination.text import Shingling, _mix
 from curator.errors import CuratorError
+from curator.io import shared
 from curator.io.writers import atomic_file, write_atomic
 
 META = "index.json"
@@ -241,13 +242,13 @@ def save_index(index: HoldoutIndex, folder: Path) -> None:
 def load_index(folder: Path, expected: dict[str, Any]) -> HoldoutIndex:
     """The index in ``folder``, memory-mapped; ``shingling_mismatch`` when it was built
     with other shingles, normalisation or banding than ``expected`` says."""
-    meta = json.loads((folder / META).read_text(encoding="utf-8"))
+    meta = json.loads(shared.localize(folder / META).read_text(encoding="utf-8"))
     for key, value in expected.items():
         if meta.get(key) != value:
             raise CuratorError("shingling_mismatch",
                                f"the holdout index in {folder} was built with {key}="
                                f"{meta.get(key)!r}, this scan uses {value!r}")
     # plain arrays over the maps (a np.memmap's indexing is a Python call each time)
-    arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r",
+    arrays = {name: np.asarray(np.load(shared.localize(folder / f"{name}.npy"), mmap_mode="r",
                                        allow_pickle=False)) for name in FILES}
     return HoldoutIndex(**arrays, kind=meta["kind"], meta=meta)

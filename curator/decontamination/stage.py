@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from curator.corpus.formats import shard_name
+from curator.corpus.formats import CountingSink, shard_name, summary_path
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
@@ -37,6 +37,7 @@ from curator.decontamination.text import (
     window_hashes,
 )
 from curator.errors import CuratorError
+from curator.io import shared
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -107,7 +108,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     # -- what every partition shares, loaded once per worker ------------------------
     def _holdout(self) -> dict[str, Any]:
         if "holdout" not in self._cache:
-            data = json.loads((Path(self.work_dir) / HOLDOUT_FILE).read_text("utf-8"))
+            data = json.loads(shared.localize(Path(self.work_dir) / HOLDOUT_FILE)
+                              .read_text("utf-8"))
             data["sets"] = {}
             data["hosts"] = url_hosts(data["keys"])
             self._cache["holdout"] = data
@@ -132,7 +134,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         rem = Path(self.removed_dir) / name
         st = _Scan()
         read = 0
-        with atomic_file(out) as kept, atomic_file(rem) as removed:
+        with atomic_file(out) as kept_file, atomic_file(rem) as removed:
+            kept = CountingSink(kept_file)
             batch: list[tuple[str, int, bytes, dict[str, Any], str]] = []
             chars = 0
             for path in task.data:
@@ -156,9 +159,12 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             self._flush(batch, kept, removed, st)
         st.counts["read"] += read
         if st.counts["kept"] == 0:
-            out.unlink(missing_ok=True)
+            shared.remove(out)
+        else:  # its rows and digest, so the report never reads the shard back
+            write_atomic(summary_path(self.work_dir, name),
+                         json.dumps(kept.summary(name), sort_keys=True))
         if st.counts["removed"] == 0:
-            rem.unlink(missing_ok=True)
+            shared.remove(rem)
         write_atomic(scan_work_file(self.work_dir, sid), json.dumps(st.to_json(), sort_keys=True))
         for key in ("read", "documents", "kept", "removed"):
             self.stat_update(key, st.counts[key])

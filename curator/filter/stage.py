@@ -10,12 +10,14 @@ from typing import Any
 import numpy as np
 import orjson
 
-from curator.corpus.formats import shard_name
+from curator.artifacts import write_json_atomic
+from curator.corpus.formats import CountingSink, shard_name, summary_path
 from curator.corpus.langid import LanguageModel
 from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, source_of
 from curator.errors import CuratorError
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, BatchDecision, GatePlan, decide
+from curator.io import shared
 from curator.io.writers import atomic_file
 from curator.signals.registry import REGISTRY
 from curator.stages import ProcessingStage
@@ -49,6 +51,8 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     output_dir: str
     rejected_dir: str
     model: LanguageModel | None = None  # loads itself lazily in each worker
+    #: where each shard's summary (rows, digest) goes, for the manifest
+    work_dir: str = ""
     name: str = "filter"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -60,7 +64,8 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         # counted locally, handed to the engine once per partition (a stat_update per
         # record was a fifth of the filter's own time without gates)
         counts: Counter[str] = Counter()
-        with atomic_file(out) as kept, atomic_file(rej) as rejected:
+        with atomic_file(out) as kept_file, atomic_file(rej) as rejected:
+            kept = CountingSink(kept_file)
             pending: list[tuple[str, int, bytes, dict[str, Any]]] = []
             for path in task.data:
                 for offset, line, record in iter_records(path, task.byte_range, self.records):
@@ -77,9 +82,11 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         for key, n in sorted(counts.items()):
             self.stat_update(key, n)
         if kept_rows == 0:
-            out.unlink(missing_ok=True)
+            shared.remove(out)
+        elif self.work_dir:
+            write_json_atomic(summary_path(self.work_dir, name), kept.summary(name))
         if rej.stat().st_size == 0:
-            rej.unlink()
+            shared.remove(rej)
         return FileGroupTask(data=[str(out)] if kept_rows else [],
                              _metadata={"rows": kept_rows, "shard": name})
 

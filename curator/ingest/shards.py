@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from curator.ingest.parse_stage import records_path
 from curator.ingest.records import renamed_line
+from curator.io import shared
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import EmptyTask, FileGroupTask, Task
@@ -179,16 +180,16 @@ class ShardWriterStage(ProcessingStage[ShardTask, FileGroupTask]):
     name: str = "ingest_shard_writer"
 
     def process(self, task: ShardTask) -> FileGroupTask:
-        decisions = pl.read_parquet(self.decisions_path)
+        decisions = pl.read_parquet(shared.localize(self.decisions_path))
         sources: list[tuple[Path, list[Piece]]] = []
         for sid, start, end in task.data:
             mine = decisions.filter(pl.col("part") == sid)
             drops = mine.filter(pl.col("action") == "drop")["row"].to_list()
             renamed = mine.filter(pl.col("action") == "rename").select("row", "id", "new_id")
             renames = {r: (old, new) for r, old, new in renamed.iter_rows()}
-            staging = Path(self.staging_dir) / f"{sid}.parquet"
+            staging = shared.localize(Path(self.staging_dir) / f"{sid}.parquet")
             pieces = shard_pieces(_ends(staging), start, end, drops, renames)
-            sources.append((records_path(staging), pieces))
+            sources.append((shared.localize(records_path(staging)), pieces))
         target = Path(self.output_dir) / f"part_{task.index}.jsonl"
         # The digest goes beside the staging files, after the shard: the report reads it
         # instead of reading the shard back (and hashes the shard itself without it).

@@ -253,11 +253,23 @@ def put_file(local: str | os.PathLike[str], url: str) -> None:
 
 
 def write_bytes(url: str, data: bytes) -> None:
-    """``data`` to ``url``: a local temp file, then one put."""
-    with tempfile.NamedTemporaryFile(prefix=".curate-put-", delete=True) as tmp:
-        tmp.write(data)
-        tmp.flush()
-        put_file(tmp.name, url)
+    """``data`` to ``url`` with one put, from memory (no temp file to leave behind)."""
+    fs, path = _fs(url)
+    fs.pipe_file(path, data)
+
+
+def get_file(url: str, local: str | os.PathLike[str]) -> None:
+    """Download an object to a local file (one GET)."""
+    fs, path = _fs(url)
+    fs.get_file(path, os.fspath(local))
+
+
+def remove_tree(url: str) -> None:
+    """Remove every object under a prefix (none there is fine)."""
+    fs, path = _fresh(url)
+    with contextlib.suppress(FileNotFoundError):
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
 
 
 def remove(url: str) -> None:
@@ -286,71 +298,65 @@ def local_copy_dir(url: str, checkpoint_path: str | None, key: str) -> Path:
     return base / f".{key}-output-{digest}"
 
 
-def check_checkpoint_local(checkpoint_path: str | None) -> list[tuple[str, str]]:
-    """A checkpoint directory on object storage is refused: LMDB needs a local disk."""
-    if checkpoint_path and is_remote(checkpoint_path):
-        return [("checkpoint_on_object_storage",
-                 f"execution.checkpoint_path {checkpoint_path!r} is on object storage: the "
-                 "checkpoint is LMDB files, which need a local disk (memory maps and file "
-                 "locks); put it on the driver's local disk, outputs may stay on the bucket")]
-    return []
+#: what was under the output URL before a fresh run began (hidden, in the area)
+RUN_NAME = ".curate-run-{key}.json"
 
 
-def _published(url: str, key: str) -> list[str]:
-    name = join(url, PUBLISHED_NAME.format(key=key))
+def _listed(url: str, name: str) -> list[str]:
     try:
-        return list(json.loads(read(name)).get("files", []))
+        return list(json.loads(read(join(url, name))).get("files", []))
     except (FileNotFoundError, ValueError):
         return []
 
 
+def _visible(url: str) -> list[str]:
+    """Every file under ``url`` outside hidden files and folders, relative, sorted."""
+    if not exists(url):
+        return []
+    return [rel for rel in list_files(url)
+            if not any(part.startswith(".") for part in rel.split("/"))]
+
+
 def unpublish(url: str, key: str) -> None:
-    """Remove what an earlier run of step ``key`` published at ``url`` (its list, then
-    the files it names, the completion artifact first): a fresh run's first act."""
-    files = _published(url, key)
-    for rel in reversed(files):  # the completion artifact (the last) goes first
+    """Remove what an earlier run of step ``key`` put at ``url``: a fresh run's first
+    act. That is what its list names (the completion artifact, the last, goes first)
+    and, when a run was stopped before it wrote its list, every file that appeared
+    after it began (its :data:`RUN_NAME` snapshot). Then the snapshot of this run."""
+    files = _listed(url, PUBLISHED_NAME.format(key=key))
+    run = join(url, RUN_NAME.format(key=key))
+    if exists(run):
+        before = set(_listed(url, RUN_NAME.format(key=key)))
+        files += [rel for rel in _visible(url) if rel not in before and rel not in files]
+    for rel in reversed(files):
         remove(join(url, rel))
     remove(join(url, PUBLISHED_NAME.format(key=key)))
+    write_bytes(run, json.dumps({"files": _visible(url)}, indent=1).encode())
 
 
-def publish(local: Path, url: str, key: str, last: Sequence[Path] = ()) -> list[str]:
-    """Put every finished file of the local copy ``local`` at ``url``, one put each,
-    then the files of ``last`` in order (the completion artifact last of all).
+def end_run(url: str, key: str) -> None:
+    """A completed run's snapshot goes (its list says what it put there)."""
+    remove(join(url, RUN_NAME.format(key=key)))
 
-    Hidden files and folders (work files, temp files, locks) are not published. The
-    step's list (``.curate-published-<key>.json``) names, before the first put, every
-    file this run will put and every file an earlier list named: a publication killed
-    midway leaves no object that a later fresh run (:func:`unpublish`) does not know
-    of. Files that an earlier run published and this one did not write are removed
-    before the completion artifact goes up; the list is then rewritten to what is
-    there. Returns the published names (relative)."""
-    last_rel = [p.relative_to(local).as_posix() for p in last if p.is_file()]
-    names = []
-    for path in sorted(local.rglob("*")):
-        rel = path.relative_to(local).as_posix()
-        if (path.is_file() and rel not in last_rel
-                and not any(part.startswith(".") for part in rel.split("/"))):
-            names.append(rel)
-    listing = join(url, PUBLISHED_NAME.format(key=key))
-    earlier = _published(url, key)
-    intent = sorted((set(earlier) | set(names)) - set(last_rel)) + last_rel
-    write_bytes(listing, json.dumps({"files": intent}, indent=1).encode())
-    for rel in names:
-        put_file(local / rel, join(url, rel))
-    stale = set(earlier) - set(names) - set(last_rel)
-    for rel in sorted(stale):
-        remove(join(url, rel))
-    everything = [*names, *last_rel]
-    write_bytes(listing, json.dumps({"files": everything}, indent=1).encode())
-    for rel in last_rel:
-        put_file(local / rel, join(url, rel))
+
+def publish(url: str, key: str, last: Sequence[str] = ()) -> list[str]:
+    """List what this run put at ``url`` in ``.curate-published-<key>.json``: every
+    visible file that was not there when the run began (its snapshot), the files of
+    ``last`` (relative names: the reports, the completion artifact last of all) at the
+    end. The files themselves went up as they were written (:mod:`curator.io.shared`),
+    by the processes that wrote them. Returns the listed names."""
+    before = set(_listed(url, RUN_NAME.format(key=key)))
+    names = [rel for rel in _visible(url) if rel not in before and rel not in last]
+    everything = [*names, *last]
+    write_bytes(join(url, PUBLISHED_NAME.format(key=key)),
+                json.dumps({"files": everything}, indent=1).encode())
     log.info("published %d files to %s", len(everything), url)
     return everything
 
 
 __all__ = [
-    "any_remote", "check_checkpoint_local", "exists", "glob", "is_file_at", "is_remote",
-    "isdir", "isfile", "join", "list_files", "local_copy_dir", "open_file", "open_read",
-    "parent", "publish", "put_file", "read", "read_file", "relative", "remove", "size",
-    "store_errors", "unpublish", "version", "walk_files", "within", "write_bytes",
+    "any_remote", "end_run", "exists", "get_file", "glob",
+    "is_file_at", "is_remote", "isdir", "isfile", "join", "list_files", "local_copy_dir",
+    "open_file", "open_read", "parent", "publish", "put_file", "read", "read_file",
+    "relative", "remove", "remove_tree", "size", "store_errors", "unpublish", "version",
+    "walk_files", "within", "write_bytes",
 ]

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from curator.stages import ProcessingStage
-from curator.tasks import DocumentBatch, FileGroupTask
+from curator.io import shared
+from curator.tasks import Task
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
 _DOTS = re.compile(r"\.{2,}")
@@ -26,7 +24,7 @@ def safe_name(text: str, max_len: int = 120) -> str:
     return cleaned or "unnamed"
 
 
-def output_stem(task: DocumentBatch | FileGroupTask) -> str:
+def output_stem(task: Task) -> str:
     """``<source id>`` for a 1:1 chain, ``<source id>-<i>-...`` below a fan-out."""
     parts = task.task_id.split("_")
     sid = task.source_id
@@ -44,6 +42,8 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     error, fsync it, rename it into place and fsync the directory, so the new name is
     durable before the caller goes on to record the source as complete (output
     before checkpoint). On error the temp file is removed and ``path`` is untouched.
+    A file in a step's shared output area is put to its URL before this returns
+    (:func:`curator.io.shared.wrote`).
     The temp name, ``.<name>.tmp-<host>-<pid>``, says whose it is even on a filesystem
     that several hosts share.
     """
@@ -59,6 +59,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     finally:
         tmp.unlink(missing_ok=True)
     _fsync_dir(target.parent)
+    shared.wrote(target)  # on object storage too, when the output area is a URL
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
@@ -127,44 +128,3 @@ def clear_stale_temps(*roots: str | os.PathLike[str]) -> None:
         if root.is_dir():
             for folder in (root, *(p for p in root.rglob("*") if p.is_dir())):
                 _clear_stale_temps(folder, seen)
-
-
-@dataclass
-class JsonlWriter(ProcessingStage[DocumentBatch, FileGroupTask]):
-    """A sink writing each batch to ``<path>/<stem>.jsonl`` (named from its source id),
-    atomically; a replay overwrites, never appends."""
-
-    path: str | os.PathLike[str] = "."
-    fields: list[str] | None = None
-    extension: str = ".jsonl"
-    name: str = "jsonl_writer"
-
-    def __post_init__(self) -> None:
-        # Resolved where the pipeline is built: a worker's directory may differ.
-        self.path = os.path.abspath(self.path)
-        self._cleaned: set[Path] = set()
-
-    def setup(self) -> None:
-        self._cleaned = set()  # a fresh run in this worker looks for stale temps again
-
-    def encode(self, task: DocumentBatch) -> tuple[bytes, int]:
-        """The file's bytes and its row count."""
-        df = task.to_polars()
-        if self.fields is not None:
-            df = df.select(self.fields)
-        buf = io.BytesIO()
-        if df.height:
-            df.write_ndjson(buf)
-        return buf.getvalue(), df.height
-
-    def process(self, task: DocumentBatch) -> FileGroupTask:
-        target = Path(self.path) / f"{output_stem(task)}{self.extension}"
-        _clear_stale_temps(target.parent, self._cleaned)
-        payload, rows = self.encode(task)
-        write_atomic(target, payload)
-        self.stat_update("rows_written", rows)
-        return FileGroupTask(
-            dataset_name=task.dataset_name,
-            data=[str(target)],
-            _metadata={**task._metadata, "rows": rows},
-        )

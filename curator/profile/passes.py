@@ -23,6 +23,8 @@ from curator.corpus.langid import LanguageModel
 from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, id_of, source_of
 from curator.corpus.sampling import stable_uint64
+from curator.errors import CuratorError
+from curator.io import shared
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
 from curator.stages import ProcessingStage
@@ -114,7 +116,7 @@ class SampleStage(ProcessingStage[FileGroupTask, FileGroupTask]):
 
 def select_sample(candidate_files: list[Path], allocations: dict[str, int]) -> pl.DataFrame:
     """The global sample: bottom-k per source over every partition's candidates."""
-    frames = [pl.read_parquet(p) for p in candidate_files]
+    frames = [pl.read_parquet(shared.localize(p)) for p in candidate_files]
     frames = [f for f in frames if f.height]
     if not frames:
         return pl.DataFrame(schema=SAMPLE_SCHEMA)
@@ -139,8 +141,13 @@ class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         sid = task.source_id or "part"
         sample_path = work_file(self.work_dir, "sample", sid, ".parquet")
         out = work_file(self.work_dir, "scores", sid, ".parquet")
-        sample = pl.read_parquet(sample_path) if sample_path.is_file() else None
-        if sample is None or sample.is_empty():
+        if not shared.localize(sample_path).is_file():  # the driver wrote one per partition
+            raise CuratorError(
+                "work_file_missing",
+                f"{sample_path} (this partition's share of the sample, written by the "
+                "driver) is neither on this node nor in the output's storage")
+        sample = pl.read_parquet(sample_path)
+        if sample.is_empty():
             write_atomic(out, _parquet_bytes(pl.DataFrame(schema=SAMPLE_SCHEMA)))
             return FileGroupTask(data=[str(out)], _metadata={"rows": 0})
         wanted = {(f, o) for f, o in zip(sample["file"], sample["offset"], strict=True)}

@@ -7,7 +7,6 @@ the same report gives the same bytes. Files are written atomically.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ matplotlib.use("Agg")
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from curator.io.writers import atomic_file
 from curator.profile.stats import gate_table
 
 PLOTS_DIR = "plots"
@@ -75,9 +75,8 @@ def _layout(fig: Figure) -> None:
 
 
 def _save(fig: Figure, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
-    os.replace(tmp, path)
+    with atomic_file(path) as f:  # to the output's storage too (curator.io.shared)
+        fig.savefig(f, format="png", dpi=DPI, metadata={"Software": None})
 
 
 def _histogram(block: Mapping[str, Any], path: Path) -> None:

@@ -23,6 +23,7 @@ import jinja2
 import jinja2.ext
 from markupsafe import Markup
 
+from curator.io.writers import write_atomic
 from curator.models import (
     ArtifactModel,
     AuditReport,
@@ -298,8 +299,8 @@ class View:
             micro = (block.views.get("micro") if block.views else None) or {}
             quants = ", ".join(f"{q} {micro[q]:.4g}" for q in ("p10", "p50", "p90")
                                if isinstance(micro.get(q), int | float))
-            chart = histogram(block.histogram or {}, marks.get(name, []), name,
-                              str(block.units or ""))
+            chart = histogram(block.histogram.dump() if block.histogram else {},
+                              marks.get(name, []), name, str(block.units or ""))
             signals.append(Signal(name, str(block.direction), quants,
                                   Markup(chart)))  # svg.py escapes its own text
         corpus, sampling = report.corpus, report.sampling
@@ -401,9 +402,7 @@ def write_report(root: str | Path) -> Path:
     """Write ``<root>/report.html`` atomically; return its path."""
     root = Path(root)
     path = root / REPORT_NAME
-    tmp = path.with_name(f".{REPORT_NAME}.tmp")
-    tmp.write_text(build_html(root), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, build_html(root))
     return path
 
 

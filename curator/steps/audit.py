@@ -37,7 +37,7 @@ from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.io import storage
+from curator.io import shared, storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.models import AuditReport, FlowPlanFile, RunManifest
 from curator.steps.base import ProgressHook, StepRun
@@ -330,6 +330,7 @@ class AuditRun(StepRun):
     def facts(self) -> AuditFacts | None:
         """What the checks read; ``None`` while a unit's scan is missing (a failed run)."""
         files = self.files()
+        shared.localize_dir(self.work / "scan")  # the units' scans, written on any node
         if not (files or self.kinds) or not all(scan_path(self.work, p).is_file()
                                                 for p in files):
             return None

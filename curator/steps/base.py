@@ -35,11 +35,12 @@ from typing import Any, ClassVar
 
 from curator.artifacts import canonical_digest, tool_revision, utc_now, write_json_atomic
 from curator.checkpoint import METADATA_DIRNAME
+from curator.checkpoint_mirror import CheckpointMirror, resolve_checkpoint
 from curator.config import CorpusStepConfig, StepConfig, url_problems
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.interrupts import Interrupts
-from curator.io import storage
+from curator.io import shared, storage
 from curator.io.parquet_export import PARQUET_DIR, export_parquet, shard_order
 from curator.io.writers import clear_stale_temps, write_atomic
 from curator.locking import DirLock, checkpoint_lock, output_lock
@@ -62,17 +63,18 @@ def partition_ids(partitions: ProcessingStage) -> list[str]:
 def can_resume(work: Path, ckpt_root: Path | None, config_digest: str) -> bool:
     """The one resume predicate: a checkpoint holding completions, and work files made
     by the same configuration (``config_digest``)."""
-    marker = work / "config_hash"
+    marker = shared.localize(work / "config_hash")  # a new driver: from the area's URL
     return (ckpt_root is not None and marker.is_file()
             and marker.read_text() == config_digest
             and any(ckpt_root.glob(f"*/{METADATA_DIRNAME}/*.mdb")))
 
 
-def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str) -> bool:
+def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str,
+                 mirror: CheckpointMirror | None = None) -> bool:
     """Keep a resumable run's work files, else start afresh; return whether resuming.
 
-    Another configuration's partial results are never mixed in: its checkpoint and
-    work files are removed.
+    Another configuration's partial results are never mixed in: its checkpoint (and
+    the checkpoint's mirror) and work files are removed.
     """
     resuming = can_resume(work, ckpt_root, config_digest)
     if not resuming:
@@ -80,7 +82,9 @@ def prepare_work(work: Path, ckpt_root: Path | None, config_digest: str) -> bool
             log.warning("checkpoint %s belongs to another configuration or its work files "
                         "are gone: starting afresh", ckpt_root)
             shutil.rmtree(ckpt_root, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        if ckpt_root is not None and mirror is not None:
+            mirror.discard(ckpt_root)
+        shared.remove_tree(work)
     work.mkdir(parents=True, exist_ok=True)
     write_atomic(work / "config_hash", config_digest)
     return resuming
@@ -132,13 +136,21 @@ class StepRun:
         self.config = config
         self.executor = executor
         self.on_progress = on_progress
-        ckpt = config.execution.checkpoint_path
+        # a URL checkpoint_path: LMDB files on this disk, mirrored to the URL
+        # (curator.checkpoint_mirror); a local path as it is
+        local_ckpt, self.ckpt_mirror = resolve_checkpoint(config.execution.checkpoint_path)
+        ckpt = str(local_ckpt) if local_ckpt is not None else None
+        #: the checkpoint directory on this disk (the URL's local copy for a URL)
+        self.local_checkpoint = ckpt
         # a remote output_dir (s3://...) is written to a local copy, then published
         # (curator.io.storage, docs/storage.md); everything else sees a local directory
         url = config.output_dir  # type: ignore[attr-defined]
         self.output_url: str | None = url.rstrip("/") if storage.is_remote(url) else None
         self.out = (storage.local_copy_dir(url, ckpt, self.key) if self.output_url
                     else Path(url).resolve())
+        #: a URL output's area: the local copy on each node, the URL the truth
+        self.area = (shared.SharedArea(str(self.out), self.output_url) if self.output_url
+                     else None)
         self.ckpt_root = Path(ckpt).resolve() / self.key if ckpt else None
         self.work = self.out / f".{self.key}-work"
         self.started_at = utc_now()
@@ -181,7 +193,7 @@ class StepRun:
         reports are being written.
         """
         try:
-            with self._interrupts:
+            with self._interrupts, shared.driving(self.area):
                 return self._run()
         finally:
             for lock in reversed(self._locks):
@@ -198,13 +210,17 @@ class StepRun:
 
     def _run(self) -> dict[str, Any]:
         try:
-            refuse(storage.check_checkpoint_local(self.config.execution.checkpoint_path))
             refuse(self.config.url_problems())
             refuse(self.config.preflight())
             if self.out.is_dir():  # before refuse(): it reads what a running run writes
                 self.lock(checkpoint=False)
             self.refuse()
             self.lock()
+            if self.ckpt_mirror is not None and self.ckpt_root is not None:
+                with storage.store_errors(f"{self.step_id}: restoring the checkpoint from "
+                                          f"{self.ckpt_mirror.url}", True):
+                    self.ckpt_mirror.restore()  # a new driver: the completions so far
+                    self.ckpt_mirror.push_local(self.ckpt_root)
             self.prepare()
             blocked = next((p for p in (self.work, *self.work.parents) if p.exists()), None)
             if blocked is not None and not blocked.is_dir():
@@ -212,7 +228,8 @@ class StepRun:
                                    f"{self.step_id}: its work directory {self.work} cannot be "
                                    f"made: {blocked} is a file (name a directory, or none: "
                                    "the default is inside output_dir)")
-            self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash())
+            self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash(),
+                                         self.ckpt_mirror)
             if not self.resuming:
                 self.clear_outputs()
                 if isinstance(self.config, CorpusStepConfig):  # an earlier Parquet copy
@@ -293,11 +310,12 @@ class StepRun:
                 f"{type(exc).__name__}: {exc}", url=self.output_url) from exc
 
     def publish(self, artifacts: list[Path]) -> None:
-        """Put the local copy's files at the remote ``output_dir``, the artifacts last
-        (:func:`curator.io.storage.publish`)."""
-        assert self.output_url is not None
+        """List what this run put at the remote ``output_dir``, the artifacts last
+        (:func:`curator.io.storage.publish`; the files went up as they were written)."""
+        assert self.output_url is not None and self.area is not None
+        last = [rel for rel in (self.area.relative(p) for p in artifacts) if rel]
         try:
-            storage.publish(self.out, self.output_url, self.key, last=artifacts)
+            storage.publish(self.output_url, self.key, last=last)
         except CuratorError:
             raise
         except Exception as exc:  # the store's own errors (botocore, gcsfs) included
@@ -314,10 +332,15 @@ class StepRun:
 
     def cleanup(self) -> None:
         clear_stale_temps(*self.output_dirs())
-        shutil.rmtree(self.work, ignore_errors=True)
+        shared.remove_tree(self.work)  # from the area's URL too
         if self.ckpt_root is not None:
             shutil.rmtree(self.ckpt_root, ignore_errors=True)
+            if self.ckpt_mirror is not None:
+                self.ckpt_mirror.discard(self.ckpt_root)
         if self.output_url:  # published: the remote copy is the output
+            with storage.store_errors(f"{self.step_id}: cannot end the run at "
+                                      f"{self.output_url}", True, url=self.output_url):
+                storage.end_run(self.output_url, self.key)
             shutil.rmtree(self.out, ignore_errors=True)
 
     # -- what a step fills in ----------------------------------------------------------
@@ -423,6 +446,7 @@ class StepRun:
                 executor=self.executor,
                 checkpoint_path=self.ckpt_root / name if self.ckpt_root is not None else None,
                 on_progress=(lambda p: hook(name, p)) if hook else None,
+                checkpoint_mirror=self.ckpt_mirror,
             )
         except CuratorError as exc:
             partial = exc.details.get("result")
@@ -454,7 +478,7 @@ class StepRun:
             "resumed_partitions": self.resumed_partitions,
             "execution": {"executor": used.get("executor", ex.executor),
                           "workers": used.get("workers", ex.workers),
-                          "partitions": self.partitions_total},
+                          "partitions": self.partitions_total, "retries": used.get("retries", 0)},
         }
         if self.completed:
             block["completed_at"] = utc_now()

@@ -35,7 +35,8 @@ from curator.corpus.formats import (
     is_compressed,
     is_parquet,
     shard_name,
-    shard_summary,
+    summary_path,
+    written_summary,
 )
 from curator.corpus.reading import iter_records, split_lines
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection, classify_line
@@ -60,7 +61,7 @@ from curator.decontamination.text import (
 )
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.io import storage
+from curator.io import shared, storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import safe_name, write_atomic
 from curator.models import DecontaminationReport
@@ -231,6 +232,13 @@ class DecontaminationRun(StepRun):
     # -- the straight line -------------------------------------------------------------
     def refuse(self) -> None:
         cfg = self.config
+        if self.output_url and cfg.work_dir:
+            raise CuratorError(
+                "config_error",
+                f"{self.step_id}: work_dir {cfg.work_dir!r} is a local folder, but "
+                f"output_dir {self.output_url} is on object storage: every node then reads "
+                "and writes the work files through it (<output_dir>/.decontamination-work, "
+                "docs/cluster.md); leave work_dir unset")
         self.files = self._resolve(cfg.train_glob, "train_glob")
         self.holdout_files = self._resolve(cfg.holdout_files_spec, "holdout_glob")
         overlap = set(self.files) & set(self.holdout_files)
@@ -270,7 +278,7 @@ class DecontaminationRun(StepRun):
             index_meta=index.meta, work_dir=str(self.work), output_dir=str(self.out),
             removed_dir=str(self.removed_dir), index={sid: i for i, sid in enumerate(sids)})
         self.phase("scan", self.partitions, stage)
-        self.scans = [json.loads(scan_work_file(self.work, sid).read_text("utf-8"))
+        self.scans = [json.loads(shared.localize(scan_work_file(self.work, sid)).read_text("utf-8"))
                       for sid in sids]
         ids = [i for s in self.scans for i in s["ids"]]
         if len(set(ids)) != len(ids):
@@ -412,7 +420,15 @@ class DecontaminationRun(StepRun):
 
     # -- artifacts ---------------------------------------------------------------------
     def _shard(self, index: int) -> dict[str, Any] | None:
-        return shard_summary(self.out / shard_name(index))
+        return written_summary(self.work, self.out / shard_name(index))
+
+    def _written_shards(self) -> list[Path]:
+        """The shards a failed run's partitions wrote, on this disk or any node's."""
+        left = shared.localize_dir(summary_path(self.work, "x").parent)
+        names = {p.name for p in self.out.glob("part_*.jsonl")}
+        names |= {p.name[:-len(".json")] for p in left.glob("part_*.jsonl.json")}
+        return [self.out / n for n in sorted(names)
+                if n[5:-6].isdigit()]
 
     def params(self) -> dict[str, Any]:
         cfg = self.config
@@ -434,11 +450,12 @@ class DecontaminationRun(StepRun):
         cfg = self.config
         scans = self.scans
         if not self.completed and not scans:  # what the completed partitions left
-            found = sorted((self.work / "scan").glob("*.json")) if self.work.is_dir() else []
+            scan_dir = shared.localize_dir(self.work / "scan")  # any node's
+            found = sorted(scan_dir.glob("*.json")) if scan_dir.is_dir() else []
             scans = [json.loads(p.read_text("utf-8")) for p in found]
         shards = self.shards if self.completed else [
-            s for s in (self._shard(int(p.stem[5:])) for p in sorted(self.out.glob("part_*.jsonl"))
-                        if p.stem[5:].isdigit()) if s is not None]
+            s for s in (self._shard(int(p.stem[5:])) for p in self._written_shards())
+            if s is not None]
         paths = {"train_glob": cfg.train_glob, "train_files": self.files,
                  "holdout_glob": cfg.holdout_files_spec, "holdout_files": self.holdout_files,
                  "output_dir": str(self.out), "removed_dir": str(self.removed_dir),

@@ -43,7 +43,8 @@ from curator.corpus.formats import (
     PARQUET_EXTENSIONS,
     PARQUET_NAMES,
     shard_name,
-    shard_summary,
+    summary_path,
+    written_summary,
 )
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.corpus.reading import iter_lines
@@ -53,9 +54,10 @@ from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
 from curator.filter.stage import FilterStage
+from curator.io import shared
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.langpack import LangPack
-from curator.langpack.loader import load_langpack
+from curator.langpack.loader import blank_langpack_dir, load_langpack
 from curator.models import CurationLedger, RunManifest
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
@@ -142,10 +144,11 @@ class FilterConfig(CorpusStepConfig):
                              f"max_words {q.max_words}"))
         hf = self.heuristic_filters or HeuristicFilters()
         policy = hf.approved_policy
-        if policy and (not hf.langpack_dir or hf.langpack_dir.strip().lower() == "bundled"):
+        if policy and blank_langpack_dir(hf.langpack_dir):
             problems.append(("missing_langpack_dir",
-                             "heuristic_filters.langpack_dir is required with a policy (there "
-                             "is no default pack root; in a flow: corpus.langpack_dir)"))
+                             "heuristic_filters.langpack_dir is blank: leave it unset for the "
+                             "packs installed with curator, or name a directory (in a flow: "
+                             "corpus.langpack_dir)"))
         if flow is not None:
             problems += self._flow_checks(flow, out)
         return problems
@@ -158,10 +161,11 @@ class FilterConfig(CorpusStepConfig):
         language = flow.corpus.language
         q = self.quality_filters
         if q.min_words is not None and q.max_words is not None and hf.approved_policy and \
-                hf.langpack_dir and language and _lacks_words(hf.langpack_dir, language):
+                language and _lacks_words(hf.langpack_dir, language):
+            where = hf.langpack_dir or "the packaged packs"
             problems.append(("incomplete_word_filter",
                              "quality_filters: min_words/max_words need word segmentation, "
-                             f"which pack {language!r} in {hf.langpack_dir} does not declare"))
+                             f"which pack {language!r} in {where} does not declare"))
         if not hf.approved_policy:
             flow.warnings.append("the filter has no policy: only the language and word gates "
                                  "apply")
@@ -200,7 +204,7 @@ def _shares_subtag(codes: list[str], language: str) -> bool:
     return any(subtags(c) & wanted for c in codes)
 
 
-def _lacks_words(langpack_dir: str, language: str) -> bool:
+def _lacks_words(langpack_dir: str | None, language: str) -> bool:
     """Whether the pack declares no word segmentation (a pack that does not load is left
     for the run to report)."""
     try:
@@ -250,6 +254,13 @@ class FilterRun(StepRun):
 
     # -- the straight line -------------------------------------------------------------
     def refuse(self) -> None:
+        if self.area is not None and self.area.relative(self.rejected) is None:
+            raise CuratorError(
+                "config_error",
+                f"{self.step_id}: rejected_dir {self.config.rejected_dir!r} is a local folder, "
+                f"but output_dir {self.output_url} is on object storage, and the workers, "
+                "on any node, write the rejections where every node reaches them: leave "
+                "rejected_dir unset (<output_dir>/rejected, docs/cluster.md)")
         self._resolve_input()
         policy = (self.config.heuristic_filters or HeuristicFilters()).approved_policy
         self.refuse_overwrites([self.manifest_path, self.ledger_path], [*self.files, policy])
@@ -293,6 +304,7 @@ class FilterRun(StepRun):
                                metadata_fields=tuple(cfg.metadata_fields)),
             index={sid: i for i, sid in enumerate(sids)},
             output_dir=str(self.out), rejected_dir=str(self.rejected), model=self.model,
+            work_dir=str(work),
         )
         result = self.phase("filter", partitions, stage)
         self.stats = result.stats
@@ -350,7 +362,6 @@ class FilterRun(StepRun):
         hf = self.config.heuristic_filters
         if hf is None or hf.approved_policy is None:
             return
-        assert hf.langpack_dir is not None  # preflight: missing_langpack_dir
         self.policy = load_policy(hf.approved_policy,
                                   allow_unvalidated=hf.allow_unvalidated_policy)
         doc_pack = self.policy.doc.get("langpack") or {}
@@ -423,10 +434,13 @@ class FilterRun(StepRun):
         return {"resolved_policy": self.policy.resolved()} if self.policy is not None else {}
 
     def _shard(self, index: int) -> dict[str, Any] | None:
-        return shard_summary(self.out / shard_name(index))
+        return written_summary(self.work, self.out / shard_name(index))
 
     def _shards_on_disk(self) -> list[dict[str, Any]]:
-        found = (p.stem[len("part_"):] for p in self.out.glob("part_*.jsonl"))
+        summaries = shared.localize_dir(summary_path(self.work, "x").parent)  # any node's
+        found = {p.stem[len("part_"):] for p in self.out.glob("part_*.jsonl")}
+        found |= {p.name[len("part_"):-len(".jsonl.json")]
+                  for p in summaries.glob("part_*.jsonl.json")}
         indices = sorted(int(i) for i in found if i.isdigit())
         return [s for s in (self._shard(i) for i in indices) if s is not None]
 
@@ -435,7 +449,7 @@ class FilterRun(StepRun):
         counts: dict[str, int] = {}
         field = self.config.source_field
         for shard in shards:
-            for _, line in iter_lines(str(self.out / shard["name"]), None):
+            for _, line in iter_lines(str(shared.localize(self.out / shard["name"])), None):
                 key = source_of(orjson.loads(line), field)
                 counts[key] = counts.get(key, 0) + 1
         return dict(sorted(counts.items()))

@@ -47,6 +47,7 @@ from curator.ingest.report import (
     render,
 )
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
+from curator.io import shared
 from curator.io.partitioning import parse_size
 from curator.io.writers import write_atomic
 from curator.models import IngestReport
@@ -242,10 +243,12 @@ class IngestRun(StepRun):
 def _shard_digest(out: Path, staging: Path, index: int) -> str:
     """The digest the shard writer computed while writing the shard, else a fresh one."""
     try:
-        digest = digest_path(staging, index).read_text()
+        digest = shared.localize(digest_path(staging, index)).read_text()
     except OSError:
         digest = ""
-    return digest if digest.startswith("sha256:") else file_digest(out / f"part_{index}.jsonl")
+    if digest.startswith("sha256:"):
+        return digest
+    return file_digest(shared.localize(out / f"part_{index}.jsonl"))
 
 
 def _is_planned(name: str, n: int) -> bool:
@@ -260,8 +263,8 @@ def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple
     parts = []
     for group in partitioning.plan():
         sid = group.get_deterministic_id()
-        path = staging / f"{sid}.parquet"
-        if not (path.is_file() and records_path(path).is_file()):
+        path = shared.localize(staging / f"{sid}.parquet")  # the driver reads its ids
+        if not (path.is_file() and shared.exists(records_path(path))):
             raise CuratorError(
                 "checkpoint_output_mismatch",
                 f"partition {sid} is recorded complete but {path} or "

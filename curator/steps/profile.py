@@ -37,10 +37,11 @@ from curator.corpus.records import RecordSpec
 from curator.corpus.sampling import allocate
 from curator.errors import CuratorError
 from curator.execution import Executor
+from curator.io import shared
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
-from curator.langpack.loader import load_langpack
+from curator.langpack.loader import blank_langpack_dir, load_langpack
 from curator.models import ProfileReport
 from curator.pipeline import PipelineResult
 from curator.profile.passes import (
@@ -107,10 +108,10 @@ class ProfileConfig(StepConfig):
         # object storage: input_glob and output_dir may be URLs (docs/storage.md)
         problems += self.url_problems()
         where = "corpus." if flow is not None else ""
-        if not self.langpack_dir or self.langpack_dir.strip().lower() == "bundled":
+        if blank_langpack_dir(self.langpack_dir):
             problems.append(("missing_langpack_dir",
-                             f"{where}langpack_dir is required (there is no default pack "
-                             f"root); e.g. {where}langpack_dir: langpacks"))
+                             f"{where}langpack_dir is blank: leave it unset for the packs "
+                             "installed with curator, or name a directory"))
         if not self.language:
             problems.append(("missing_language",
                              f"{where}language is required (there is no default)"))
@@ -141,7 +142,7 @@ class ProfileRun(StepRun):
 
     def refuse(self) -> None:
         config = self.config
-        assert config.langpack_dir is not None and config.language is not None
+        assert config.language is not None  # preflight: missing_language
         self.pack = load_langpack(config.langpack_dir, config.language)
         self.specs, self.notes = select_signals(config.signals, self.pack,
                                                 config.models.tokenizer is not None)
@@ -195,7 +196,8 @@ class ProfileRun(StepRun):
         scored = phase("scores", ScoreStage(spec=spec, work_dir=str(work),
                                             signals=[s.name for s in self.specs],
                                             pack=self.pack, langid=langid))
-        scores = pl.concat([pl.read_parquet(work_file(str(work), "scores", s, ".parquet"))
+        scores = pl.concat([pl.read_parquet(shared.localize(work_file(str(work), "scores", s,
+                                                                      ".parquet")))
                             for s in sids], how="diagonal_relaxed")
         if scores.height:
             scores = scores.sort(["source", "rank", "file", "offset"])

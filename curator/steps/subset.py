@@ -44,16 +44,14 @@ from curator.corpus.formats import (
     JSONL_EXTENSIONS,
     PARQUET_EXTENSIONS,
     PARQUET_NAMES,
-    shard_name,
 )
-from curator.corpus.reading import iter_lines
 from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
 from curator.execution import Executor
-from curator.io import storage
+from curator.io import shared, storage
 from curator.io.parquet_export import shard_order
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.writers import write_atomic
+from curator.io.writers import atomic_file, write_atomic
 from curator.models import SubsetReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
@@ -85,6 +83,7 @@ from curator.subset.stages import (
     count_file,
     select_file,
     tier_dir,
+    written_file,
 )
 
 REPORT_NAME = "subset_report.json"
@@ -234,8 +233,7 @@ class SubsetRun(StepRun):
             return str(Path(self.config.token_cache).resolve())
         if self.output_url:  # the local copy goes once published: the cache is kept beside
             # it, on the checkpoint's disk (docs/storage.md)
-            return str(storage.local_copy_dir(self.output_url,
-                                              self.config.execution.checkpoint_path,
+            return str(storage.local_copy_dir(self.output_url, self.local_checkpoint,
                                               "subset-token-cache"))
         return str(self.out / ".token_cache")
 
@@ -294,12 +292,13 @@ class SubsetRun(StepRun):
         self._write_selection()
         result = self.phase("write", self.partitions, WriteStage(
             tiers=self.tier_dirs(), index=index, work_dir=str(self.work),
-            output_dir=str(self.out)))
+            output_dir=str(self.out), id_field=self.config.id_field))
         self.stats.update(result.stats)
         self._verify_written(ids)
 
     def _load(self) -> pa.Table:
-        tables = [pq.read_table(count_file(self.work, i)) for i in range(len(self.sids))]
+        tables = [pq.read_table(shared.localize(count_file(self.work, i)))
+                  for i in range(len(self.sids))]
         return pa.concat_tables(tables) if tables else pa.table({})
 
     def _plan(self) -> list[str]:
@@ -336,25 +335,22 @@ class SubsetRun(StepRun):
         assert self.plan is not None
         start = 0
         for i, n in enumerate(self._sizes):
-            path = select_file(self.work, i)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npy")
-            np.save(tmp, self.plan.first_tier[start:start + n], allow_pickle=False)
-            tmp.replace(path)
+            with atomic_file(select_file(self.work, i)) as f:  # every node reads its own
+                np.save(f, self.plan.first_tier[start:start + n], allow_pickle=False)
             start += n
 
     def _verify_written(self, ids: list[str]) -> None:
         """The ids in the tiers' shards are the planned ones, and nest."""
-        field = self.config.id_field
         written: list[set[str]] = []
         self.written = []
         problem = None
+        # what each writer read back from its shards (the driver never reads a shard)
+        read_back = [orjson.loads(shared.localize(written_file(self.work, i)).read_bytes())
+                     for i in range(len(self.sids))]
         for t, name in enumerate(self.tier_dirs()):
             got: list[str] = []
-            for i in range(len(self.sids)):
-                path = self.out / name / shard_name(i)
-                if path.is_file():
-                    got += _written_ids(path, field)
+            for ids_of in read_back:
+                got += ids_of.get(name, [])
             planned = set(self._planned(t, ids))
             self.written.append(len(got))
             if len(got) != len(planned) or set(got) != planned:
@@ -368,7 +364,7 @@ class SubsetRun(StepRun):
                 problem = exc.message
         if problem is not None:
             for name in self.tier_dirs():
-                shutil.rmtree(self.out / name, ignore_errors=True)
+                shared.remove_tree(self.out / name)
             raise CuratorError("tier_write_mismatch",
                                f"{problem}: every tier is removed")
         self.nested = True
@@ -442,19 +438,6 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     encoded = column.combine_chunks().dictionary_encode()
     return (encoded.indices.to_numpy(zero_copy_only=False),
             [str(x) for x in encoded.dictionary.to_pylist()])
-
-
-def _written_ids(path: Path, field: str) -> list[str]:
-    """The ids in a tier shard, as the plan's strings: read by polars when the column is
-    strings or integers (their ``str`` is the same), else line by line."""
-    try:
-        column = pl.read_ndjson(path, infer_schema_length=None).get_column(field)
-    except (pl.exceptions.PolarsError, OSError):
-        column = None
-    if column is not None and (column.dtype == pl.String or column.dtype.is_integer()) \
-            and not column.null_count():
-        return column.cast(pl.String).to_list()
-    return [str(orjson.loads(line)[field]) for _, line in iter_lines(str(path))]
 
 
 def _derive(flow: FlowContext) -> dict[str, Any]:

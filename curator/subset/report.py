@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from curator import models
+from curator.io.writers import atomic_file
 from curator.models import SubsetPlan, SubsetReport
 from curator.models.subset_report import Stratum, SubsetCorpus, TokenCache
 from curator.steps.spec import Rendering
@@ -169,7 +170,6 @@ def write_picture(report: SubsetReport, path: Path) -> Path | None:
     """Per-stratum token shares of the corpus and of each tier, as stacked horizontal
     bars (the ten largest strata, the rest as ``other``); PNG, Agg, no ``Software``
     metadata, written atomically. ``None`` when there is nothing to draw."""
-    import os
 
     import matplotlib
 
@@ -202,7 +202,6 @@ def write_picture(report: SubsetReport, path: Path) -> Path | None:
     ax.set_xlabel(f"share of {unit}")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, format="png", metadata={"Software": None})
-    os.replace(tmp, path)
+    with atomic_file(path) as f:  # to the output's storage too (curator.io.shared)
+        fig.savefig(f, format="png", metadata={"Software": None})
     return path

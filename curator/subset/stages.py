@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator.corpus.formats import shard_name
-from curator.corpus.reading import iter_records, map_lines
+from curator.corpus.reading import iter_lines, iter_records, map_lines
 from curator.corpus.records import (
     MISSING_ID,
     NOT_A_RECORD,
@@ -41,7 +43,8 @@ from curator.corpus.records import (
 )
 from curator.corpus.sampling import stable_uint64
 from curator.errors import CuratorError
-from curator.io.writers import atomic_file
+from curator.io import shared
+from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.subset.counting import TokenizerId, count
 from curator.tasks import FileGroupTask
@@ -57,6 +60,24 @@ def count_file(work: str | Path, index: int) -> Path:
 
 def select_file(work: str | Path, index: int) -> Path:
     return Path(work) / "select" / f"{index}.npy"
+
+
+def written_file(work: str | Path, index: int) -> Path:
+    """The ids a partition's writer read back from the tier shards it wrote."""
+    return Path(work) / "written" / f"{index}.json"
+
+
+def written_ids(path: Path, field: str) -> list[str]:
+    """The ids in a tier shard, as the plan's strings: read by polars when the column is
+    strings or integers (their ``str`` is the same), else line by line."""
+    try:
+        column = pl.read_ndjson(path, infer_schema_length=None).get_column(field)
+    except (pl.exceptions.PolarsError, OSError):
+        column = None
+    if column is not None and (column.dtype == pl.String or column.dtype.is_integer()) \
+            and not column.null_count():
+        return column.cast(pl.String).to_list()
+    return [str(orjson.loads(line)[field]) for _, line in iter_lines(str(path))]
 
 
 def tier_dir(budget: int, unit: str) -> str:
@@ -213,13 +234,15 @@ class WriteStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     index: dict[str, int]
     work_dir: str
     output_dir: str
+    id_field: str = "id"
     name: str = "write"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
         sid = task.source_id or "part"
         i = self.index[sid]
-        table = pq.read_table(count_file(self.work_dir, i), columns=["file", "offset"])
-        first = np.load(select_file(self.work_dir, i), allow_pickle=False)
+        table = pq.read_table(shared.localize(count_file(self.work_dir, i)),
+                              columns=["file", "offset"])
+        first = np.load(shared.localize(select_file(self.work_dir, i)), allow_pickle=False)
         files = table["file"].to_numpy()
         offsets = table["offset"].to_numpy()
         chosen = np.flatnonzero(first < len(self.tiers))
@@ -245,7 +268,11 @@ class WriteStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                         written[t] += 1
         for out, n in zip(outs, written, strict=True):
             if not n:
-                out.unlink(missing_ok=True)
+                shared.remove(out)
+        # read back here, on the node that wrote them: the driver checks the ids
+        write_atomic(written_file(self.work_dir, i), orjson.dumps(
+            {t: written_ids(out, self.id_field) if n else []
+             for t, out, n in zip(self.tiers, outs, written, strict=True)}))
         self.stat_update("documents", len(first))
         for t, n in enumerate(written):
             self.stat_update(f"written.{t}", n)

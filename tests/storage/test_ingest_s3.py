@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from curator.errors import CuratorError
 from curator.ingest.report import render
+from curator.io import storage
 from curator.models import IngestReport
 from curator.steps.ingest import IngestConfig, run_ingest
 from curator_demo import generate_demo_corpus
@@ -81,16 +81,46 @@ def test_ingest_s3_to_s3_writes_the_bytes_of_a_local_run(
     assert sorted(k for k in objects if k.startswith(".")) == [".curate-published-ingest.json"]
 
 
-def test_checkpoint_on_object_storage_is_refused(raw: Path, s3_server: str, bucket: str,
-                                                tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    with pytest.raises(CuratorError) as err:
-        run_ingest(IngestConfig(**INGEST, input=str(raw), output_dir=str(out),
-                                execution={"executor": "inline",
-                                           "checkpoint_path": f"s3://{bucket}/ckpt"}))
-    assert err.value.error_id == "checkpoint_on_object_storage"
-    assert "local disk" in err.value.message
-    assert not out.exists() and s3_objects(s3_server, bucket) == {}
+def test_a_new_driver_with_an_empty_disk_resumes_from_the_url_checkpoint(
+        raw: Path, s3_server: str, bucket: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``checkpoint_path`` on the bucket: ingest S3 to S3 interrupted in its shard phase,
+    then run again by a "driver" whose scratch directories (the checkpoint's local copy,
+    the output's local copy) are new and empty: it restores the completions from the
+    checkpoint's mirror and the work files from the output's URL, redoes no parse
+    partition, and writes the bytes of an uninterrupted run. The completed run leaves no
+    checkpoint object behind."""
+    from curator.pipeline import Progress
+    from curator.steps.ingest import IngestRun
+
+    upload_dir(s3_server, raw, bucket, "raw")
+    cfg = {**INGEST, "input": f"s3://{bucket}/raw", "shard_size": 40}
+    ref = run_ingest(IngestConfig(**cfg, output_dir=f"s3://{bucket}/ref",
+                                  execution={"executor": "inline"}))
+    config = IngestConfig(**cfg, output_dir=f"s3://{bucket}/out", execution={
+        "executor": "inline", "checkpoint_path": f"s3://{bucket}/ckpt"})
+
+    def interrupt(phase: str, progress: Progress) -> None:
+        if phase == "shards" and progress.done >= 1:
+            raise KeyboardInterrupt
+
+    for name, first in (("a", True), ("b", False)):  # a fresh disk for each driver
+        monkeypatch.setenv("CURATE_SCRATCH_DIR", str(tmp_path / name / "ckpt"))
+        monkeypatch.setenv(storage.COPY_DIR_ENV, str(tmp_path / name / "copy"))
+        if first:
+            with pytest.raises(KeyboardInterrupt):
+                IngestRun(config, on_progress=interrupt).run()
+            assert any(k.endswith(".mdb") for k in s3_objects(s3_server, bucket, "ckpt/"))
+        else:
+            report = run_ingest(config)
+    assert report["was_resumed"] is True
+    assert report["partitions"]["skipped_resumed"] >= report["partitions"]["parse"]
+    objects, expected = s3_objects(s3_server, bucket, "out/"), s3_objects(s3_server, bucket,
+                                                                         "ref/")
+    shards = sorted(k for k in expected if k.startswith("part_"))
+    assert shards and all(objects[k] == expected[k] for k in shards)
+    assert [s["sha256"] for s in report["shards"]] == [s["sha256"] for s in ref["shards"]]
+    assert not any(k.endswith(".mdb") for k in s3_objects(s3_server, bucket, "ckpt/"))
 
 
 def test_ingest_reads_parquet_and_gzip_objects(s3_server: str, bucket: str,

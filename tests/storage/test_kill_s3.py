@@ -8,10 +8,11 @@ whole process group is SIGKILLed:
 1. in an engine pass, once the pass's checkpoint has durably recorded some partitions
    and others are still to come (the driver holds still right after the LMDB commit:
    ``scripts/curate_pause.py``; the workers go on with what they were handed, their
-   outputs unrecorded in the local copy). Nothing may be published yet;
+   outputs unrecorded). Every file went up as it was written (``curator.io.shared``),
+   so the bucket holds what the recorded partitions wrote, but no completion artifact;
 2. the same command, which resumes those partitions (its log says how many it skipped),
-   killed again while it publishes, after its first put: a data object is on the
-   bucket, the completion artifact is not;
+   killed again right before it lists what it published: every file, the completion
+   artifact too, is up, the list is not;
 3. the same command, plain ``curate``, runs to the end.
 
 Then the published objects equal an uninterrupted local run's files (as
@@ -26,7 +27,8 @@ pool (27 to 42 s each on the shared 2-core machine) run with ``CURATE_STORAGE_FU
 ``test_objects_of_a_publication_killed_midway_do_not_outlive_a_fresh_run`` is a bug
 this file found (docs/reliability.md): a publication killed midway left objects no list
 named, which a later fresh run of another configuration never removed. Fixed in
-``curator/io/storage.py`` ``publish``: the list names every file before the first put.
+``curator/io/storage.py``: a fresh run snapshots the output's objects before it writes
+(``.curate-run-<step>.json``), and the next fresh run removes whatever appeared since.
 """
 
 from __future__ import annotations
@@ -234,24 +236,24 @@ def test_sigkill_in_a_pass_then_in_the_publication_then_resume(
     assert world.after <= len(completed) < total, f"not cut midway: {held}"
     assert _checkpointed(ckpt, key, world.phase) == set(completed)  # durable, on disk
     assert (copy / f".{key}-work").is_dir()  # the local copy, kept for the resume
-    assert s3_objects(s3_server, bucket, "out/") == {}  # a killed run publishes nothing
+    objects = s3_objects(s3_server, bucket, "out/")
+    assert world.report not in objects  # a killed run completes nothing
+    assert f".curate-run-{key}.json" in objects  # what a fresh run would remove, known
     left_by_kill = sorted(p.name for p in temp.iterdir())
     marker.unlink()
 
-    # 2. the same command resumes them, and is killed after its first put
-    pause = {"KILLTEST_MARKER": str(marker), "KILLTEST_PUTS": "1"}
+    # 2. the same command resumes them, and is killed before it lists what it put
+    pause = {"KILLTEST_MARKER": str(marker), "KILLTEST_LISTING": "1"}
     with Run(config, logs, "killed-publishing", world.command, env, pause) as run:
-        run.kill_when(marker.is_file, "the first put of the publication")
+        run.kill_when(marker.is_file, "the list of the publication")
         log = run.stderr()
     skipped = {name: (int(n), int(pending), int(done))
                for name, n, pending, done in _SKIPPED.findall(log)}
     assert skipped[f"{key}-{world.phase}"] == (total, total - len(completed), len(completed))
     held = json.loads(marker.read_text())
     partitions = sum(held["planned"].values())  # every pass's partitions
-    put = [u[len(url) + 1:] for u in held["puts"]]
     published = s3_objects(s3_server, bucket, "out/")
-    assert sorted(published) == sorted(put) and world.report not in published, put
-    assert len(_visible(published)) == 1  # cut midway through the publication
+    assert world.report in published and f".curate-published-{key}.json" not in published
 
     # 3. the same command, plain curate, runs to the end
     with Run(config, logs, "resumed", world.command, env) as run:
@@ -279,8 +281,8 @@ def test_sigkill_in_a_pass_then_in_the_publication_then_resume(
 
 def test_objects_of_a_publication_killed_midway_do_not_outlive_a_fresh_run(
         raw: Path, s3_server: str, bucket: str, tmp_path: Path) -> None:
-    """Decontamination S3 to S3 in eight shards is killed once it has put them (before
-    its removals, its list and its report); the same output is then made afresh by
+    """Decontamination S3 to S3 in eight shards is killed once it has put eight files
+    (shards and removals, before its list and its report); the same output is then made afresh by
     another configuration, in three shards. The bucket must hold the new run's shards
     only: a consumer of ``out/part_*.jsonl`` would otherwise read five shards of the
     killed run beside the new report (documents twice)."""
@@ -301,7 +303,10 @@ def test_objects_of_a_publication_killed_midway_do_not_outlive_a_fresh_run(
     with Run(eight, logs, "killed-publishing", "decontaminate", env, pause) as run:
         run.kill_when(marker.is_file, "eight puts")
     shards = sorted(k for k in s3_objects(s3_server, bucket, "out/") if k.startswith("part_"))
-    assert shards == [f"part_{i}.jsonl" for i in range(8)]  # put, not yet listed
+    # put as written (each unit its shard and its removals), listed nowhere; more than
+    # the fresh run's three, so one the fresh run does not rewrite must still go
+    assert shards == [f"part_{i}.jsonl" for i in range(len(shards))] and len(shards) > 3
+    assert ".curate-published-decontamination.json" not in s3_objects(s3_server, bucket, "out/")
 
     with Run(three, logs, "fresh", "decontaminate", env) as run:
         assert run.wait(300) == 0, run.stderr()[-3000:]

@@ -157,11 +157,12 @@ def test_a_fresh_run_removes_what_the_last_one_published(
     assert published[-1] == "ingest_report.json" and "README.txt" not in published
 
 
-def test_a_failed_publication_keeps_the_run_resumable(
+def test_an_unreachable_output_bucket_fails_before_any_work(
         tmp_path: Path, s3_server: str, bucket: str) -> None:
-    """The output bucket does not exist yet: the completed run fails with
-    output_not_published and keeps its checkpoint and local copy; once the bucket exists
-    the rerun resumes every partition and publishes."""
+    """The output bucket does not exist yet: every file goes up as it is written
+    (curator.io.shared), so the run fails at its first write, object_storage_error naming
+    the URL, before any partition runs and with no report; once the bucket exists the
+    rerun runs and publishes."""
     import boto3
 
     make_corpus(tmp_path / "raw", files=3, lines=40)
@@ -172,15 +173,15 @@ def test_a_failed_publication_keeps_the_run_resumable(
                           execution={"executor": "inline", "checkpoint_path": str(ckpt)})
     with pytest.raises(CuratorError) as err:
         run_ingest(config)
-    assert err.value.error_id == "output_not_published" and url in err.value.message
+    assert err.value.error_id == "object_storage_error" and url in err.value.message
     copy = storage.local_copy_dir(url, str(ckpt), "ingest")
-    assert (copy / "ingest_report.json").is_file() and list(copy.glob("part_*.jsonl"))
-    assert list((ckpt / "ingest").glob("*/*/*.mdb"))
+    assert not (copy / "ingest_report.json").exists() and not list(copy.glob("part_*"))
 
     boto3.client("s3", endpoint_url=s3_server).create_bucket(Bucket=missing)
     report = run_ingest(config)
-    assert report["was_resumed"] is True and report["partitions"]["skipped_resumed"] >= 3
+    assert report["producer"]["completed_at"]
     objects = s3_objects(s3_server, missing, "out/")
     assert json.loads(objects["ingest_report.json"])["producer"]["completed_at"]
     assert len([k for k in objects if k.startswith("part_")]) == len(report["shards"])
+    assert not any(k.startswith((".staging", ".curate-run")) for k in objects)
     assert not copy.exists()

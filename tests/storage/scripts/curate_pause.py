@@ -9,8 +9,11 @@ environment, so the test's kill lands at a known point of the run, not after a s
   phase (``<checkpoint_path>/<step>/<phase>``) has durably recorded at least ``n``
   completed partitions (right after the LMDB commit of ``CheckpointStore.mark_completed``);
 - ``KILLTEST_PUTS=<n>``: once ``n`` output files were put to object storage by the
-  publication (``curator.io.storage.put_file``: the data files go first, the completion
-  artifact last; hidden names, the list of what was published, are not counted).
+  driver (``curator.io.storage.put_file``: every file goes up as it is written,
+  ``curator.io.shared``; hidden names, work files and lists, are not counted);
+- ``KILLTEST_LISTING=1``: right before the list of what the run published
+  (``.curate-published-<step>.json``) is put: every file, the completion artifact too,
+  is up, the list is not.
 
 There the driver writes ``KILLTEST_MARKER`` (JSON: what it saw) and sleeps until it is
 killed; the pool's workers go on with the partitions already handed to them (their
@@ -41,6 +44,7 @@ def install() -> None:
     marker = os.environ["KILLTEST_MARKER"]
     phase, after = os.environ.get("KILLTEST_PHASE"), int(os.environ.get("KILLTEST_AFTER", "1"))
     puts = os.environ.get("KILLTEST_PUTS")
+    listing = os.environ.get("KILLTEST_LISTING")
     planned: dict[str, int] = {}
 
     from curator.checkpoint import CheckpointStore
@@ -67,7 +71,7 @@ def install() -> None:
 
         CheckpointStore.mark_completed = mark  # type: ignore[method-assign]
 
-    if puts:
+    if puts or listing:
         from curator.io import storage
 
         put_file = storage.put_file
@@ -75,12 +79,22 @@ def install() -> None:
 
         def put(local: Any, url: str) -> None:
             put_file(local, url)
+            if not puts:
+                return
             done.append(url)
-            visible = [u for u in done if not u.rsplit("/", 1)[-1].startswith(".")]
+            visible = [u for u in done if "/." not in u.split("://", 1)[-1]]
             if len(visible) >= int(puts):
                 _hold(marker, {"puts": done, "planned": planned})
 
         storage.put_file = put  # type: ignore[assignment]
+        write_bytes = storage.write_bytes
+
+        def pipe(url: str, data: bytes) -> None:  # lists and snapshots: from memory
+            if listing and url.rsplit("/", 1)[-1].startswith(".curate-published-"):
+                _hold(marker, {"puts": done, "planned": planned})
+            write_bytes(url, data)
+
+        storage.write_bytes = pipe  # type: ignore[assignment]
 
 
 if __name__ == "__main__":
