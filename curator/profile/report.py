@@ -51,8 +51,8 @@ def render(report: ProfileReport) -> Rendering:
         f"  candidates {out / 'candidate_policies.yaml'}  (approve with `curate approve`)\n"
         f"  report     {out / 'profile_report.json'}"
     )
-    # profile_summary.md is rendered from the report as written (curator/profile/summary.py)
-    return Rendering(render_summary(report.dump()), {"signals": signal_rows(report)}, summary)
+    # profile_summary.md, rendered from the report as written (curator/profile/summary.py)
+    return Rendering(render_summary(report), {"signals": signal_rows(report)}, summary)
 
 
 def sample_weights(scores: pl.DataFrame, populations: dict[str, int]) -> tuple[np.ndarray, ...]:

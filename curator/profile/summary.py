@@ -1,8 +1,9 @@
 """``profile_summary.md``: the human copy of ``profile_report.json``.
 
-Rendered from the report alone (plus the relative plot paths), so it can be rebuilt
-from any stored report. Numbers in prose and tables are rounded for reading; the
-thresholds in the approve block are the exact swept grid values.
+Rendered from the report alone (plus the relative plot paths), read through its model
+(:class:`~curator.models.ProfileReport`), so it can be rebuilt from any stored report.
+Numbers in prose and tables are rounded for reading; the thresholds in the approve
+block are the exact swept grid values.
 """
 
 from __future__ import annotations
@@ -11,7 +12,21 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from curator.profile.stats import GATE_TARGETS, gate_table
+from curator import models
+from curator.models.profile_report import (
+    Bounds,
+    Cooccurrence,
+    Health,
+    Histogram,
+    Langpack,
+    LanguageComposition,
+    PolicySimulation,
+    ProfileCorpus,
+    ProfileReport,
+    Sampling,
+    SignalBlock,
+)
+from curator.profile.stats import GATE_TARGETS, SIMULATION_TARGET, gate_table
 
 SPARK = "▁▂▃▄▅▆▇█"
 CONCENTRATED_SHARE = 0.9  # one histogram bin holding this share → no sparkline
@@ -68,62 +83,71 @@ def sparkline(counts: Sequence[int]) -> str:
     return "".join(SPARK[math.ceil(c / top * (len(SPARK) - 1))] for c in counts)
 
 
-def _bounds_text(thresholds: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {_num(v)}" for k, v in thresholds.items())
+def _bounds_text(bounds: Bounds) -> str:
+    """``min 50, max 100,000``: the bounds given, the lower first whatever the order of
+    the keys (a written report's are sorted: ``max`` first)."""
+    given = bounds.model_fields_set
+    return ", ".join(f"{side} {_num(getattr(bounds, side))}" for side in ("min", "max")
+                     if side in given)
+
+
+def _gates(block: SignalBlock) -> list[dict[str, Any]]:
+    """:func:`~curator.profile.stats.gate_table` of ``block`` (which computes on the
+    block's plain form, as the policy simulation and the plots do)."""
+    return gate_table(block.model_dump(include={"direction", "retention"}))
 
 
 # -- sections -------------------------------------------------------------------------
 
 
-def _corpus(report: Mapping[str, Any]) -> list[str]:
-    corpus = report.get("corpus") or {}
-    sampling = report.get("sampling") or {}
-    pack = report.get("langpack") or {}
-    source_field = corpus.get("source_field")
-    by = f"field `{source_field}`" if source_field else "shard path"
+def _corpus(report: ProfileReport) -> list[str]:
+    corpus = report.corpus or ProfileCorpus()
+    sampling = report.sampling or Sampling()
+    pack = report.langpack or Langpack()
+    by = f"field `{corpus.source_field}`" if corpus.source_field else "shard path"
     lines = [
         "## Corpus",
         "",
-        f"- Input: `{corpus.get('glob')}`: {_num(corpus.get('file_count'))} files, "
-        f"{_num(corpus.get('document_count'))} documents",
-        f"- Records read: {_num(corpus.get('records_read'))}; without text: "
-        f"{_num(corpus.get('records_without_text'))}; unparsable lines: "
-        f"{_num(corpus.get('unparsable_lines'))}; damaged shards: "
-        f"{_num(corpus.get('damaged_shards'))}",
-        f"- Sources: {_num(corpus.get('source_count'))} (by {by})",
-        f"- Fingerprint: `{corpus.get('fingerprint')}`",
-        f"- Sample: {_num(sampling.get('sampled'))} documents "
-        f"(max_total_docs {_num(sampling.get('max_total_docs'))}, seed "
-        f"{sampling.get('seed')}, {sampling.get('method')})",
-        f"- Language pack: `{pack.get('pack_id')}` ({pack.get('language_tag')}) version "
-        f"{pack.get('version')}, content hash `{pack.get('content_hash')}`",
-        f"- Signals implementation: `{report.get('signals_impl_version')}`",
-        f"- Profile digest: `{report.get('profile_digest')}`",
+        f"- Input: `{corpus.glob}`: {_num(corpus.file_count)} files, "
+        f"{_num(corpus.document_count)} documents",
+        f"- Records read: {_num(corpus.records_read)}; without text: "
+        f"{_num(corpus.records_without_text)}; unparsable lines: "
+        f"{_num(corpus.unparsable_lines)}; damaged shards: "
+        f"{_num(corpus.damaged_shards)}",
+        f"- Sources: {_num(corpus.source_count)} (by {by})",
+        f"- Fingerprint: `{corpus.fingerprint}`",
+        f"- Sample: {_num(sampling.sampled)} documents "
+        f"(max_total_docs {_num(sampling.max_total_docs)}, seed "
+        f"{sampling.seed}, {sampling.method})",
+        f"- Language pack: `{pack.pack_id}` ({pack.language_tag}) version "
+        f"{pack.version}, content hash `{pack.content_hash}`",
+        f"- Signals implementation: `{report.signals_impl_version}`",
+        f"- Profile digest: `{report.profile_digest}`",
         "",
     ]
-    for note in report.get("notes") or []:
+    for note in report.notes or []:
         lines += [f"> **NOTE:** {note}", ""]
     return lines
 
 
-def _languages(comp: Mapping[str, Any] | None) -> list[str]:
+def _languages(comp: LanguageComposition | None) -> list[str]:
     if comp is None:
         return []
     rows = [
-        [str(x.get("language")), _num(x.get("documents")), _pct(x.get("share")),
-         _num(x.get("confidence_p50"), 3), _num(x.get("confidence_p10"), 3)]
-        for x in comp.get("languages") or []
+        [str(x.language), _num(x.documents), _pct(x.share),
+         _num(x.confidence_p50, 3), _num(x.confidence_p10, 3)]
+        for x in comp.languages or []
     ]
     lines = [
         "## Language composition",
         "",
-        f"{_num(comp.get('scored'))} documents scored with `{comp.get('model')}`.",
+        f"{_num(comp.scored)} documents scored with `{comp.model}`.",
         "",
         *_table(["Language", "Documents", "Share", "Confidence p50", "Confidence p10"], rows),
         "",
     ]
-    if comp.get("note"):
-        lines += [f"> **NOTE:** {comp['note']}", ""]
+    if comp.note:
+        lines += [f"> **NOTE:** {comp.note}", ""]
     return lines
 
 
@@ -135,10 +159,10 @@ def _quantile_order(key: str) -> float:
         return float("inf")
 
 
-def _histogram_line(hist: Mapping[str, Any] | None) -> str:
-    if not hist or not hist.get("counts"):
+def _histogram_line(hist: Histogram | None) -> str:
+    if hist is None or not hist.counts:
         return "Histogram: nothing scored."
-    counts, edges = hist["counts"], hist["edges"]
+    counts, edges = hist.counts, hist.edges
     total = sum(counts)
     top = max(range(len(counts)), key=lambda i: (counts[i], -i))
     span = f"{_num(edges[0])} … {_num(edges[-1])}"
@@ -151,32 +175,32 @@ def _histogram_line(hist: Mapping[str, Any] | None) -> str:
     return f"Histogram ({len(counts)} bins over {span}, raw counts): `{sparkline(counts)}`"
 
 
-def _signal(block: Mapping[str, Any], plots: Mapping[str, str] | None) -> list[str]:
-    health = block.get("health") or {}
-    direction = block.get("direction", "")
+def _signal(block: SignalBlock, plots: Mapping[str, str] | None) -> list[str]:
+    health = block.health or Health()
+    direction = block.direction or ""
     lines = [
-        f"### `{block['signal']}`",
+        f"### `{block.signal}`",
         "",
-        f"Direction `{direction}` ({_KEEPS.get(direction, '')}), units {block.get('units')}; "
-        f"scored {_num(health.get('documents_scored'))} of "
-        f"{_num(health.get('documents_attempted'))} "
-        f"({_num(health.get('scoring_failures'))} scorer failures, "
-        f"{_num(health.get('non_finite_scores'))} non-finite).",
+        f"Direction `{direction}` ({_KEEPS.get(direction, '')}), units {block.units}; "
+        f"scored {_num(health.documents_scored)} of "
+        f"{_num(health.documents_attempted)} "
+        f"({_num(health.scoring_failures)} scorer failures, "
+        f"{_num(health.non_finite_scores)} non-finite).",
         "",
     ]
-    for note in block.get("notes") or []:
+    for note in block.notes or []:
         lines += [f"> **NOTE:** {note}", ""]
-    micro = (block.get("views") or {}).get("micro") or {}
+    micro = (block.views.get("micro") if block.views else None) or {}
     micro = dict(sorted(micro.items(), key=lambda kv: _quantile_order(kv[0])))
     lines += [
         "Micro quantiles:",
         "",
         *_table(list(micro), [[_num(v) for v in micro.values()]]),
         "",
-        _histogram_line(block.get("histogram")),
+        _histogram_line(block.histogram),
         "",
     ]
-    rows = gate_table(block)
+    rows = _gates(block)
     if rows:
         interval = direction == "interval"
         lines += [
@@ -192,19 +216,19 @@ def _signal(block: Mapping[str, Any], plots: Mapping[str, str] | None) -> list[s
         ]
     else:
         lines += ["Gates: retention suppressed, no gate table.", ""]
-    default = block.get("curator_default")
+    default = block.curator_default
     if default:
         lines += [
-            f"Curator default: {_bounds_text(default['thresholds'])} keeps "
-            f"{_pct(default.get('retained'))} ({default.get('note')}).",
+            f"Curator default: {_bounds_text(default.thresholds)} keeps "
+            f"{_pct(default.retained)} ({default.note}).",
             "",
         ]
-    bands = block.get("retention_stable_bands")
+    bands = block.retention_stable_bands
     if bands:
         spans = "; ".join(
-            f"{_num(b['threshold_low'])} … {_num(b['threshold_high'])} "
-            f"(keeps {_pct(b['retained_at_threshold_low'])} … "
-            f"{_pct(b['retained_at_threshold_high'])})"
+            f"{_num(b.threshold_low)} … {_num(b.threshold_high)} "
+            f"(keeps {_pct(b.retained_at_threshold_low)} … "
+            f"{_pct(b.retained_at_threshold_high)})"
             for b in bands
         )
         lines += [f"Stable bands (each end is an alternative single bound): {spans}.", ""]
@@ -214,13 +238,13 @@ def _signal(block: Mapping[str, Any], plots: Mapping[str, str] | None) -> list[s
     return lines
 
 
-def _cooccurrence(pairs: Sequence[Mapping[str, Any]] | None) -> list[str]:
+def _cooccurrence(pairs: Sequence[Cooccurrence] | None) -> list[str]:
     if not pairs:
         return []
     rows = [
-        [f"`{p['signal_a']}`", f"`{p['signal_b']}`", _count(p["rejected_by_a"]),
-         _count(p["rejected_by_b"]), _count(p["rejected_by_both"]),
-         _pct(p["share_of_a_also_rejected_by_b"], 1)]
+        [f"`{p.signal_a}`", f"`{p.signal_b}`", _count(p.rejected_by_a),
+         _count(p.rejected_by_b), _count(p.rejected_by_both),
+         _pct(p.share_of_a_also_rejected_by_b, 1)]
         for p in pairs
     ]
     return [
@@ -234,38 +258,39 @@ def _cooccurrence(pairs: Sequence[Mapping[str, Any]] | None) -> list[str]:
     ]
 
 
-def _simulation(sim: Mapping[str, Any] | None) -> list[str]:
+def _simulation(sim: PolicySimulation | None) -> list[str]:
     lines = ["## Policy simulation", ""]
     if sim is None:
         return [*lines, "Not computed (see the notes).", ""]
+    target = SIMULATION_TARGET if sim.target_retention is None else sim.target_retention
     lines += [
         f"Every one-sided signal at its tightest grid point keeping ≥ "
-        f"{_pct(sim.get('target_retention', 0.99), 0)} on its own, all {sim['gates']} gates "
+        f"{_pct(target, 0)} on its own, all {sim.gates} gates "
         f"together. Counts are micro-weighted (estimated corpus documents).",
         "",
-        f"- Documents: {_count(sim['documents'])} (sampled {_num(sim.get('sampled_documents'))})",
-        f"- Kept: {_count(sim['kept'])}; dropped: {_count(sim['dropped'])}; "
-        f"retention {_pct(sim['retention'])}",
-        f"- Sum of marginal drop shares: {_pct(sim['sum_of_marginals'])} "
-        f"(vs {_pct(None if sim['retention'] is None else 1 - sim['retention'])} "
+        f"- Documents: {_count(sim.documents)} (sampled {_num(sim.sampled_documents)})",
+        f"- Kept: {_count(sim.kept)}; dropped: {_count(sim.dropped)}; "
+        f"retention {_pct(sim.retention)}",
+        f"- Sum of marginal drop shares: {_pct(sim.sum_of_marginals)} "
+        f"(vs {_pct(None if sim.retention is None else 1 - sim.retention)} "
         "dropped together)",
-        f"- {sim.get('order_note')}",
+        f"- {sim.order_note}",
         "",
         *_table(
             ["Gate", "Threshold", "Fails alone", "Shared", "Unique", "Incremental",
              "Retention without"],
-            [[f"`{g['signal']}`", _bounds_text(g["thresholds"]), _count(g["fails_alone"]),
-              _count(g["shared"]), _count(g["unique"]), _count(g["incremental"]),
-              _pct(g["retention_without"])] for g in sim.get("per_gate") or []],
+            [[f"`{g.signal}`", _bounds_text(g.thresholds), _count(g.fails_alone),
+              _count(g.shared), _count(g.unique), _count(g.incremental),
+              _pct(g.retention_without)] for g in sim.per_gate or []],
         ),
         "",
     ]
-    for skip in sim.get("skipped") or []:
-        lines += [f"- `{skip['signal']}` not gated: {skip['reason']}"]
-    return lines + ([""] if sim.get("skipped") else [])
+    for skip in sim.skipped or []:
+        lines += [f"- `{skip.signal}` not gated: {skip.reason}"]
+    return lines + ([""] if sim.skipped else [])
 
 
-def approve_block(report: Mapping[str, Any]) -> list[str]:
+def approve_block(report: ProfileReport) -> list[str]:
     """The commented-out YAML: one-sided signals at their 99% point, nothing approved.
 
     Uncommented (drop the leading ``# `` of each line) it reads as
@@ -283,19 +308,19 @@ def approve_block(report: Mapping[str, Any]) -> list[str]:
     ]
     skipped: list[str] = []
     sets: list[str] = []
-    for block in report.get("signals") or []:
-        if block.get("direction") == "interval":
-            skipped.append(f"{block['signal']} (interval: pick both bounds from the surface)")
+    for block in report.signals or []:
+        if block.direction == "interval":
+            skipped.append(f"{block.signal} (interval: pick both bounds from the surface)")
             continue
-        row = next((r for r in gate_table(block) if r["target"] == GATE_TARGETS[0]), None)
+        row = next((r for r in _gates(block) if r["target"] == GATE_TARGETS[0]), None)
         if row is None or row["threshold"] is None:
-            skipped.append(f"{block['signal']} (no swept point keeps 99%)")
+            skipped.append(f"{block.signal} (no swept point keeps 99%)")
             continue
         body += [
-            f"  - signal: {block['signal']}",
+            f"  - signal: {block.signal}",
             f"    {row['bound']}: {_yaml_num(row['threshold'])}  # keeps {_pct(row['retained'])}",
         ]
-        sets.append(f"--set {block['signal']}={_yaml_num(row['threshold'])}")
+        sets.append(f"--set {block.signal}={_yaml_num(row['threshold'])}")
     lines = [
         "## Approve block",
         "",
@@ -323,15 +348,23 @@ def approve_block(report: Mapping[str, Any]) -> list[str]:
 
 
 def render_summary(
-    report: Mapping[str, Any], plots: Mapping[str, Mapping[str, str]] | None = None
+    report: ProfileReport | Mapping[str, Any],
+    plots: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
-    """``profile_summary.md`` for ``report``; ``plots`` maps signal → {kind: relative path}."""
+    """``profile_summary.md`` for ``report``; ``plots`` maps signal → {kind: relative path}.
+
+    A mapping (the step's report before it is written) is read through the model first,
+    as the written report is (``models.build``: a NaN becomes null), so the summary of a
+    run and the one rebuilt from its ``profile_report.json`` are the same bytes.
+    """
+    if not isinstance(report, ProfileReport):
+        report = ProfileReport.model_validate(models.build(ProfileReport, dict(report)))
     lines = ["# Profile summary", "", *_corpus(report), *_languages(
-        report.get("language_composition"))]
+        report.language_composition)]
     lines += ["## Signals", ""]
-    for block in report.get("signals") or []:
-        lines += _signal(block, (plots or {}).get(block["signal"]))
-    lines += _cooccurrence(report.get("cooccurrence"))
-    lines += _simulation(report.get("policy_simulation"))
+    for block in report.signals or []:
+        lines += _signal(block, plots.get(block.signal) if plots else None)
+    lines += _cooccurrence(report.cooccurrence)
+    lines += _simulation(report.policy_simulation)
     lines += approve_block(report)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -15,9 +15,6 @@ RAW = re.compile(r"json\.loads?\(|\bor \{\}\)\.get\(")
 
 CORPUS_LINE = "a corpus record (a JSONL line), not an artifact"
 WORK_FILE = "a step's own work file (per-partition statistics), written and read by it"
-RENDER = ("a report for people: profile_summary.md, rendered from the profile report "
-          "as written (its model's validated dump; the signal blocks' deeper keys are not "
-          "typed yet)")
 CONFIG = "a config mapping (validated by its config model), not an artifact"
 
 #: ``path: {count: reason}``: how many such lines the file may hold, and why
@@ -46,7 +43,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "curator/flow/approval.py": (2, "the approved policy YAML (curator/policy's own model) "
                                     "and a JSON round trip of a mapping"),
     "curator/filter/report.py": (1, "the writer's own error block"),
-    "curator/profile/summary.py": (2, RENDER),
     "curator/report/page.py": (1, "the approved policy YAML (no artifact: curator/policy "
                                   "validates it; the page shows what a hand-edited one holds)"),
     "flows/direct.py": (1, "Prefect's profiles.toml, not an artifact"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 
@@ -9,6 +10,10 @@ import numpy as np
 import pytest
 import yaml
 
+from curator import models
+from curator.artifacts import dump_json
+from curator.errors import CuratorError
+from curator.models import ProfileReport
 from curator.profile import stats
 from curator.profile.plots import write_plots
 from curator.profile.summary import render_summary, sparkline
@@ -161,6 +166,48 @@ def test_approve_block_uncomments_to_the_99_percent_thresholds(report):
     for item, sig in zip(sets, expected, strict=True):
         bound = "max" if "max" in sig else "min"
         assert float(item.split("=")[1]) == sig[bound]
+
+
+def test_the_summary_of_the_run_is_the_one_rebuilt_from_its_written_report(report):
+    """The step renders its in-memory report; the Prefect artifact and any later reader
+    render the written file (sorted keys): the same bytes, the interval default's bounds
+    lower first either way, an integral threshold still an integer."""
+    written = dump_json(report)
+    assert '"max": 100000,\n' in written.split('"curator_default"')[-1]  # sorted: max first
+    texts = {render_summary(report), render_summary(json.loads(written)),
+             render_summary(models.load(ProfileReport, written, "profile_report.json"))}
+    assert len(texts) == 1
+    text = texts.pop()
+    interval = _section(text, "### `word_count`").split("\n### ")[0]
+    assert "Curator default: min 50, max 100,000 keeps" in interval
+    sim = report["policy_simulation"]["per_gate"]
+    gate = next(g for g in sim if g["signal"] == "max_word_length")
+    assert isinstance(gate["thresholds"]["max"], int)
+    assert f"| `max_word_length` | max {gate['thresholds']['max']} |" in text
+    assert f"    max: {gate['thresholds']['max']}  # keeps" in text  # YAML int, no ".0"
+
+
+def test_a_nan_or_numpy_number_in_memory_renders_as_the_written_report_does(report):
+    sim = report["policy_simulation"]
+    langs = report["language_composition"]
+    odd = {**report,
+           "policy_simulation": {**sim, "retention": float("nan")},
+           "language_composition": {**langs, "languages": [
+               {**x, "share": np.float64(x["share"])} for x in langs["languages"]]}}
+    null = {**report, "policy_simulation": {**sim, "retention": None}}
+    text = render_summary(odd)
+    assert text == render_summary(null)  # written as null (curator.artifacts.dump_json)
+    assert "retention n/a" in text and "nan%" not in text
+    assert "| en | 1,400 | 93.33% |" in text
+
+
+def test_a_malformed_report_is_refused_naming_the_field(report):
+    bad = json.loads(dump_json(report))
+    bad["signals"][1]["histogram"]["counts"][0] = "7"
+    with pytest.raises(CuratorError) as caught:
+        models.load(ProfileReport, json.dumps(bad), "profile_report.json")
+    assert caught.value.error_id == "artifact_invalid"
+    assert "signals[1].histogram.counts[0]" in str(caught.value)
 
 
 def test_plots_are_deterministic_pngs_and_linked(report, tmp_path):
