@@ -23,6 +23,7 @@ import jinja2
 import jinja2.ext
 from markupsafe import Markup
 
+from curator.io.writers import write_atomic
 from curator.models import (
     ArtifactModel,
     AuditReport,
@@ -401,9 +402,7 @@ def write_report(root: str | Path) -> Path:
     """Write ``<root>/report.html`` atomically; return its path."""
     root = Path(root)
     path = root / REPORT_NAME
-    tmp = path.with_name(f".{REPORT_NAME}.tmp")
-    tmp.write_text(build_html(root), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, build_html(root))
     return path
 
 
