@@ -29,14 +29,19 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "curator/audit/join.py": (1, WORK_FILE + " (the audit's scan of one file)"),
     "curator/steps/filter.py": (2, CORPUS_LINE + "; " + CONFIG),
     "curator/steps/subset.py": (1, CORPUS_LINE),
+    "curator/subset/stages.py": (1, CORPUS_LINE + " (a tier's shard)"),
     "curator/io/parquet_export.py": (1, CORPUS_LINE),
     "curator/corpus/fingerprint.py": (1, WORK_FILE),
+    "curator/corpus/formats.py": (1, WORK_FILE + " (the summary a shard's writer leaves)"),
     "curator/decontamination/index.py": (1, WORK_FILE + " (the holdout index's meta)"),
     "curator/decontamination/stage.py": (1, WORK_FILE + " (the holdout's keys)"),
     "curator/steps/decontamination.py": (2, WORK_FILE + " (the scan statistics)"),
     "curator/checkpoint.py": (4, "the checkpoint's LMDB values and its reader process's "
                                  "protocol lines, not files"),
     "curator/completion.py": (1, "per-partition statistics in memory"),
+    "curator/checkpoint_mirror.py": (2, "the checkpoint mirror's own bookkeeping (its "
+                                        "generation marker and local state), not files "
+                                        "a step writes"),
     "curator/io/storage.py": (1, "the publish manifest of curator.io.storage (its own "
                                  "bookkeeping on a bucket)"),
     "curator/flow/plan.py": (1, CONFIG + " (the flow config's steps block)"),
