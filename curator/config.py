@@ -95,6 +95,9 @@ class ExecutionConfig(ConfigBlock):
         "a Ray cluster to join (auto, host:6379, ray://host:10001); default: a local Ray"))
     checkpoint_path: str | None = Field(None, description=(
         "where finished partitions are recorded, so a rerun resumes (a flow: its root's)"))
+    max_attempts: Int64 = Field(3, ge=1, description=(
+        "ray: runs of a partition whose worker or node is lost (1: no retry); a partition's "
+        "own error is never retried"))
 
 
 class TokenizerRef(ConfigBlock):

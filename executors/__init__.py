@@ -22,15 +22,17 @@ def __getattr__(name: str) -> Any:  # import ray only when the Ray backend is as
 
 
 def make_executor(
-    kind: str = "local", workers: int | None = None, ray_address: str | None = None
+    kind: str = "local", workers: int | None = None, ray_address: str | None = None,
+    max_attempts: int = 3,
 ) -> Executor:
-    """Build an executor from configuration: ``local`` (process pool), ``ray`` or ``inline``."""
+    """Build an executor from configuration: ``local`` (process pool), ``ray`` or ``inline``.
+    ``max_attempts``: Ray's attempts of a unit whose worker or node is lost."""
     if kind == "local":
         return LocalExecutor(workers=workers)
     if kind == "ray":
         from executors.ray import RayExecutor
 
-        return RayExecutor(address=ray_address, workers=workers)
+        return RayExecutor(address=ray_address, workers=workers, max_attempts=max_attempts)
     if kind == "inline":
         return InlineExecutor()
     from curator.errors import CuratorError

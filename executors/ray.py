@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import contextvars
 import dataclasses
 import ipaddress
 import logging
@@ -126,6 +127,34 @@ def same_address(a: str, b: str, node_ip: str | None = None) -> bool:
     return norm(a) == norm(b)
 
 
+#: Ray's errors that say a unit's worker process or node was lost, not that the unit
+#: failed: its worker crashed (killed, out of memory, a segfault), its node died or was
+#: removed, its raylet died, its result was lost with its node. A unit that met one is
+#: resubmitted (:meth:`RayExecutor.submit`). A ``RayTaskError`` (the unit's own
+#: exception, even one that wraps one of these) never is.
+LOST_UNIT_ERRORS: tuple[type[BaseException], ...] = (
+    ray.exceptions.WorkerCrashedError,
+    ray.exceptions.NodeDiedError,
+    ray.exceptions.LocalRayletDiedError,
+    ray.exceptions.ObjectLostError,  # OwnerDiedError, ObjectReconstructionFailedError, ...
+    ray.exceptions.RayActorError,  # ActorDiedError, ActorUnavailableError
+    ray.exceptions.OutOfMemoryError,  # Ray's memory monitor killed the worker
+)
+
+#: Attempts of a unit whose worker or node is lost (``execution.max_attempts``).
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+def is_lost_unit(exc: BaseException) -> bool:
+    """Whether ``exc`` says the unit's worker or node was lost (retry it elsewhere),
+    rather than that the unit raised (a deterministic failure: never retried)."""
+    return isinstance(exc, LOST_UNIT_ERRORS) and not isinstance(exc, ray.exceptions.RayTaskError)
+
+
+class UnitLost(RuntimeError):
+    """A unit whose worker or node was lost on every one of its attempts."""
+
+
 def _ray_run(chain: WorkerChain, task: Task) -> UnitResult:
     return run_unit(chain, task, worker=f"{ray.get_runtime_context().get_node_id()[:8]}")
 
@@ -146,6 +175,15 @@ class RayExecutor(Executor):
     (:class:`~curator.stages.Resources`): the largest ``cpus``, ``gpus`` and ``memory``
     over the stages after the source. ``cpus_per_partition``, when given, replaces the
     stages' CPU figure for every run of this executor.
+
+    A unit whose worker process or node is lost (:func:`is_lost_unit`) is resubmitted,
+    and Ray runs it where there is room: on a live node. ``max_attempts`` bounds the
+    attempts of each unit (``1``: never resubmitted); a unit lost on all of them fails
+    with :class:`UnitLost`. The unit's own exception is never retried. Units are
+    idempotent (outputs named from the source id, written atomically; completion is
+    recorded by the driver from the attempt that returned), so a retry is safe.
+    ``describe()["retries"]`` counts the resubmissions since the executor was made
+    (a step's executor serves all its passes).
     """
 
     name = "ray"
@@ -156,11 +194,20 @@ class RayExecutor(Executor):
         workers: int | None = None,
         cpus_per_partition: float | None = None,
         init_kwargs: dict[str, Any] | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
+        if max_attempts < 1:
+            raise CuratorError("config_error", f"max_attempts must be at least 1, got "
+                                               f"{max_attempts}")
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.workers = workers
         self.cpus_per_partition = cpus_per_partition
         self.init_kwargs = init_kwargs or {}
+        self.max_attempts = max_attempts
+        #: units resubmitted after their worker or node was lost, since this executor
+        #: was made
+        self.retries = 0
+        self._stopping = False  # stop() was called: lost units are no longer resubmitted
         self._owned = False
         self._need = self._with_override(Resources())  # set per run by start()
         self._chain_ref: Any = None
@@ -205,8 +252,12 @@ class RayExecutor(Executor):
         options: dict[str, Any] = {"num_cpus": need.cpus, "num_gpus": need.gpus}
         if need.memory:
             options["memory"] = need.memory
+        # Ray's own retries stay off: the executor resubmits a lost unit itself, so it
+        # can count it, and a unit's own exception is never retried
         self._options = {"max_retries": 0, **options}
         self._remote = ray.remote(**self._options)(_ray_run)
+        with self._refs_lock:
+            self._stopping = False
 
     def _refuse_another_cluster(self) -> None:
         """Ray is already connected in this process (a session Ray, or prefect-ray's
@@ -257,23 +308,83 @@ class RayExecutor(Executor):
         """A future that is running from the start: Ray gives no way to tell a queued
         task from a running one, and a future that could be cancelled while its task
         goes on would let the engine stop waiting for a unit that still writes its
-        outputs (after a failure, say, when the step writes its manifest)."""
-        ref = self._launch(task)
+        outputs (after a failure, say, when the step writes its manifest).
+
+        A unit whose worker or node is lost is resubmitted, up to ``max_attempts``
+        attempts in all; the future settles with the attempt that ended otherwise."""
         future: cf.Future[UnitResult] = cf.Future()
         future.set_running_or_notify_cancel()  # cancel() is now refused
-        key = id(future)
-        with self._refs_lock:
-            self._refs[key] = ref
+        # a resubmission runs in a thread of its own, with the caller's context (a
+        # PrefectRayExecutor launches each attempt as a task run of the caller's flow run)
+        context = contextvars.copy_context()
+        self._attempt(task, future, context, 1)
+        return future
 
-        def settle(done: cf.Future[UnitResult]) -> None:
+    def _attempt(self, task: Task, future: cf.Future[UnitResult],
+                 context: contextvars.Context, attempt: int) -> None:
+        """Launch one attempt of ``task``; settle ``future`` when it ends, or start the
+        next attempt (in another thread: never in Ray's callback thread)."""
+        key = id(future)
+        stopping = UnitLost(f"source partition {task.source_id}: its worker or node was "
+                            "lost, and the run is stopping: not resubmitted")
+        if attempt > 1 and self._stopping:
+            raise stopping
+        ref = self._launch(task)
+        with self._refs_lock:
+            late = attempt > 1 and self._stopping  # stop() came while it was launched
+            if not late:
+                self._refs[key] = ref
+                if attempt > 1:
+                    self.retries += 1
+        if late:  # stop() cancels the refs it finds; this one it did not find
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+            raise stopping
+
+        def settle(done: cf.Future[Any]) -> None:
+            try:
+                value = done.result()
+            except BaseException as exc:  # the unit's own error, or Ray's
+                if is_lost_unit(exc) and attempt < self.max_attempts and not self._stopping:
+                    log.warning("source partition %s: %s: %s (attempt %d of %d); "
+                                "resubmitting it", task.source_id, type(exc).__name__,
+                                _first_line(exc), attempt, self.max_attempts)
+                    threading.Thread(target=context.copy().run, daemon=True,
+                                     name=f"ray-retry-{task.source_id}",
+                                     args=(self._retry, task, future, context, attempt + 1),
+                                     ).start()
+                    return
+                self._forget(key)
+                future.set_exception(self._lost(task, exc, attempt) if is_lost_unit(exc)
+                                     else exc)
+                return
             self._forget(key)
             try:
-                future.set_result(self._unit_result(done.result()))
-            except BaseException as exc:  # the unit's own error, or Ray's
+                future.set_result(self._unit_result(value))
+            except BaseException as exc:
                 future.set_exception(exc)
 
         ref.future().add_done_callback(settle)
-        return future
+
+    def _retry(self, task: Task, future: cf.Future[UnitResult],
+               context: contextvars.Context, attempt: int) -> None:
+        try:
+            self._attempt(task, future, context, attempt)
+        except BaseException as exc:  # could not launch it (stopping, Ray gone)
+            self._forget(id(future))
+            future.set_exception(exc)
+
+    def _lost(self, task: Task, exc: BaseException, attempts: int) -> UnitLost:
+        """The error of a unit lost on its last attempt: what happened, how often."""
+        times = f"each of its {attempts} attempts" if attempts > 1 else "its one attempt"
+        why = ("" if attempts >= self.max_attempts
+               else ", and the run is stopping: not resubmitted")
+        lost = UnitLost(
+            f"source partition {task.source_id}: its Ray worker or node was lost on {times} "
+            f"(execution.max_attempts={self.max_attempts}){why}; the last: "
+            f"{type(exc).__name__}: {_first_line(exc)}")
+        lost.__cause__ = exc
+        return lost
 
     def _launch(self, task: Task) -> Any:
         """Start one unit on Ray; its ObjectRef. (A subclass may start it otherwise:
@@ -291,6 +402,7 @@ class RayExecutor(Executor):
     def stop(self, abandon: bool = False) -> None:
         with self._refs_lock:
             refs, self._refs = list(self._refs.values()), {}
+            self._stopping = True
         if abandon:
             for ref in refs:
                 with contextlib.suppress(Exception):  # already finished or gone
@@ -306,4 +418,11 @@ class RayExecutor(Executor):
             self._owned = False
 
     def describe(self) -> dict[str, object]:
-        return {"executor": self.name, "address": self.address, "workers": self.capacity}
+        return {"executor": self.name, "address": self.address, "workers": self.capacity,
+                "retries": self.retries}
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message, its first line only (Ray's run on for paragraphs)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""

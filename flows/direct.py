@@ -76,7 +76,7 @@ def run_step(spec: StepSpec, config: str | dict[str, Any],
 
 def _run(spec: StepSpec, cfg: StepConfig) -> dict[str, Any]:
     ex = cfg.execution
-    with make_executor(ex.executor, ex.workers, ex.ray_address) as executor:
+    with make_executor(ex.executor, ex.workers, ex.ray_address, ex.max_attempts) as executor:
         return spec.run(cfg, executor, on_progress=LocalProgress(spec.key))
 
 

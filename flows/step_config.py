@@ -23,4 +23,5 @@ def step_executor(cfg: StepConfig) -> Any:
     from flows.engine import PrefectTaskExecutor
 
     ex = cfg.execution
-    return PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address))
+    return PrefectTaskExecutor(make_executor(ex.executor, ex.workers, ex.ray_address,
+                                             ex.max_attempts))

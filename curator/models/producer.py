@@ -39,11 +39,14 @@ class ErrorBlock(ArtifactModel):
 
 
 class Execution(ArtifactModel):
-    """Where the producer ran: the executor, its workers, the partitions it planned."""
+    """Where the producer ran: the executor, its workers, the partitions it planned, and
+    ``retries``: how often it ran a partition again because the partition's worker or
+    node was lost (0 in an artifact written before retries were counted)."""
 
     executor: str | None = None
     workers: Count | None = None
     partitions: Count | None = None
+    retries: Count = 0
 
 
 class Producer(ArtifactModel):
