@@ -75,16 +75,20 @@ def current() -> SharedArea | None:
     return _active
 
 
+def mark_driver(area: SharedArea) -> None:
+    """Mark the driver's copy, once the run touches it: a worker that sees the marker
+    shares the driver's disk and keeps its files."""
+    Path(area.local).mkdir(parents=True, exist_ok=True)
+    (Path(area.local) / DRIVER_MARKER).write_text(uuid.uuid4().hex)
+
+
 @contextlib.contextmanager
 def driving(area: SharedArea | None) -> Iterator[None]:
-    """Make ``area`` active in the driver for a step's run, and mark the driver's
-    copy (workers seeing the marker share the driver's disk and keep their files)."""
+    """Make ``area`` active in the driver for a step's run (nothing is written)."""
     global _active
     if area is None:
         yield
         return
-    Path(area.local).mkdir(parents=True, exist_ok=True)
-    (Path(area.local) / DRIVER_MARKER).write_text(uuid.uuid4().hex)
     previous, _active = _active, area
     try:
         yield
@@ -200,4 +204,4 @@ def remove(path: str | os.PathLike[str]) -> None:
 
 
 __all__ = ["DRIVER_MARKER", "SharedArea", "current", "driving", "exists", "localize",
-           "localize_dir", "remove", "remove_tree", "unit", "wrote"]
+           "localize_dir", "mark_driver", "remove", "remove_tree", "unit", "wrote"]

@@ -228,6 +228,8 @@ class StepRun:
                                    f"{self.step_id}: its work directory {self.work} cannot be "
                                    f"made: {blocked} is a file (name a directory, or none: "
                                    "the default is inside output_dir)")
+            if self.area is not None:
+                shared.mark_driver(self.area)
             self.resuming = prepare_work(self.work, self.ckpt_root, self.config_hash(),
                                          self.ckpt_mirror)
             if not self.resuming:
