@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(BIN)/curate flow --config examples/demo/flow-measure.yaml
 	$(BIN)/curate flow --config examples/demo/flow-apply.yaml
 	$(BIN)/curate evaluate --policy demo-run/policy/approved_policy.yaml \
-	  --labelled demo-run/raw/labelled_sample.txt --langpack-dir langpacks \
+	  --labelled demo-run/raw/labelled_sample.txt \
 	  --language en --words 20:100000 --report demo-run/evaluation.json
 	$(BIN)/curate audit --set output_root=demo-run --set output_dir=demo-run/audit-all \
 	  --set mode=all --set "comparison_fields=[id, text]"

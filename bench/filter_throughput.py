@@ -172,7 +172,7 @@ class Bench:
         work = data_dir.parent / work_name
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir()
-        pack = load_langpack(C.REPO / "langpacks", "en")
+        pack = load_langpack(C.REPO / "curator" / "langpacks", "en")
         policy = work / "approved_policy.yaml"
         write_policy(policy, fingerprint(files), pack.content_hash)
         return cls(files, sum(p.stat().st_size for p in files) / MB,
@@ -259,7 +259,7 @@ def signals_ab(files: list[Path], docs: int, rounds: int) -> dict[str, Any]:
 
     import curator.signals.scoring as S
 
-    pack = load_langpack(C.REPO / "langpacks", "en")
+    pack = load_langpack(C.REPO / "curator" / "langpacks", "en")
     names = ["word_count", *(t["signal"] for t in POLICY)]
     with open(files[0], "rb") as f:
         texts = [json.loads(line)["text"] for line in itertools.islice(f, docs)]
@@ -297,7 +297,7 @@ def gates_ab(files: list[Path], docs: int, rounds: int) -> dict[str, Any]:
     from curator.corpus.langid import FastTextLangId
     from curator.filter.gates import GatePlan, LanguageGate, decide
 
-    pack = load_langpack(C.REPO / "langpacks", "en")
+    pack = load_langpack(C.REPO / "curator" / "langpacks", "en")
     policy = tuple((t["signal"], t.get("min"), t.get("max")) for t in POLICY)
     texts = []
     for path in files:
@@ -398,7 +398,7 @@ def main() -> None:
                 "quality_filters": {"min_words": 20, "max_words": 100000,
                                     "langid_max_chars": args.langid_max_chars},
                 "heuristic_filters": {"approved_policy": str(policy),
-                                      "langpack_dir": str(C.REPO / "langpacks")},
+                                      "langpack_dir": str(C.REPO / "curator" / "langpacks")},
             }
             base.update(keys)
             run_filter(FilterConfig(**base))

@@ -49,7 +49,7 @@ def main() -> None:
         start = time.perf_counter()
         report = run_profile(ProfileConfig(
             input_glob=str(work / "in"), output_dir=str(work / "profile"), language="en",
-            langpack_dir=str(C.REPO / "langpacks"), id_field="id", max_total_docs=0,
+            langpack_dir=str(C.REPO / "curator" / "langpacks"), id_field="id", max_total_docs=0,
             execution={"executor": "inline"}))
         profile_wall = time.perf_counter() - start
         layouts = {"fixed margins": plots._layout, "tight_layout": _tight}

@@ -6,7 +6,7 @@ threads, API docs with code, listings, ...), written once as JSONL under
 ``--data-dir`` (default ``/tmp/cb-signal-data``) and read back with ``pl.read_ndjson``.
 Scoring runs as the profile step calls it: ``score_batch`` on consecutive batches of
 ``--batch`` documents (default 2048, the profile step's ``SCORE_BATCH``), with the
-shipped English language pack (``langpacks/en``, read here without the loader) and,
+shipped English language pack (``curator/langpacks/en``, read here without the loader) and,
 for ``token_count``, a stand-in tokenizer (UTF-8 bytes / 4: the figure is the
 wrapper's cost, a real tokenizer's own time comes on top).
 
@@ -53,8 +53,8 @@ MB = 1_000_000
 
 
 def english_pack() -> LangPack:
-    """``langpacks/en`` read directly (the loader is not this benchmark's subject)."""
-    root = C.REPO / "langpacks" / "en"
+    """``curator/langpacks/en`` read directly (the loader is not this benchmark's subject)."""
+    root = C.REPO / "curator" / "langpacks" / "en"
     meta = tomllib.loads((root / "pack.toml").read_text(encoding="utf-8"))
 
     def lines(name: str) -> list[str]:

@@ -84,7 +84,7 @@ def _more_steps(out: str, holdout: str, execution: dict, block: str, where: str,
     from curator.steps.profile import ProfileConfig, run_profile
     from curator.steps.subset import SubsetConfig, run_subset
 
-    langpacks = str(Path(__file__).resolve().parents[1] / "langpacks")
+    langpacks = str(Path(__file__).resolve().parents[1] / "curator" / "langpacks")
     runs = [
         ("profile", lambda: run_profile(ProfileConfig(
             input_glob=f"{out}/ingested/part_*.jsonl", output_dir=f"{out}/profile",

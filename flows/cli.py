@@ -353,7 +353,8 @@ def evaluate(
                                         "(repeatable)"),
     ],
     langpack_dir: Annotated[
-        str | None, typer.Option("--langpack-dir", help="where the policy's pack is")
+        str | None, typer.Option("--langpack-dir", help="where the policy's pack is (default: "
+                                                        "the packs installed with curator)")
     ] = None,
     language: Annotated[
         list[str] | None,

@@ -278,7 +278,7 @@ def main() -> None:
         if variant in ("ours", "ours:no-language"):
             policy = data["policy"] if corpus == data_dir else str(corpus / "approved_policy.yaml")
             return [*ours, "filter", "--glob", glob, "--policy", policy,
-                    "--langpacks", str(src / "langpacks"), "--out", str(out),
+                    "--langpacks", str(src / "curator" / "langpacks"), "--out", str(out),
                     *(["--no-language"] if variant == "ours:no-language" else [])], ours_env
         if variant == "ours:decont":
             return [*ours, "decont", "--holdout", data["holdout"], "--out", str(out),
@@ -469,7 +469,7 @@ warm.mkdir()
 with open(b.files[0], "rb") as f:
     chunk = f.read(1_000_000)
 (warm / "part_0.jsonl").write_bytes(chunk[:chunk.rfind(b"\\n") + 1])
-pack = load_langpack(Path("..") / "langpacks", "en")
+pack = load_langpack(Path("..") / "curator" / "langpacks", "en")
 write_policy(warm / "approved_policy.yaml", fingerprint([warm / "part_0.jsonl"]),
              pack.content_hash)
 print(json.dumps({"files": [str(f) for f in b.files], "data_mb": b.data_mb, "docs": b.docs,

@@ -71,10 +71,10 @@ def evaluate_policy(
     started = utc_now()
     policy = load_policy(policy_path)  # strict: no override when measuring
     docs, files = read_labelled(labelled)
-    if langpack_dir is None or not str(langpack_dir).strip():
+    if langpack_dir is not None and not str(langpack_dir).strip():
         raise CuratorError("missing_langpack_dir",
-                           "--langpack-dir is required: the policy's signals are scored with "
-                           "the pack it names")
+                           "--langpack-dir is blank: leave it out for the packs installed with "
+                           "curator, or name the directory holding the policy's pack")
     pack = _load_pack(policy, langpack_dir)
     warnings: list[str] = []
     if pack.content_hash != policy.langpack_content_hash:
@@ -138,7 +138,7 @@ def evaluate_policy(
     return models.build(EvaluationReport, report)
 
 
-def _load_pack(policy: LoadedPolicy, langpack_dir: str | os.PathLike[str]) -> LangPack:
+def _load_pack(policy: LoadedPolicy, langpack_dir: str | os.PathLike[str] | None) -> LangPack:
     doc_pack = policy.doc.get("langpack") or {}
     tag = doc_pack.get("language_tag") if isinstance(doc_pack, dict) else None
     if not isinstance(tag, str) or not tag:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from curator.errors import CuratorError
+from curator.langpack.loader import resolve_langpack_dir
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -42,9 +43,9 @@ def check_report_path(
             raise CuratorError("report_overwrites_input",
                                f"--report {text} is the {option} input {source}: writing the "
                                "report would destroy it; write it elsewhere", path=text)
-    if langpack_dir is not None and str(langpack_dir).strip():
-        pack_root = Path(langpack_dir).resolve()
+    if langpack_dir is None or str(langpack_dir).strip():  # unset: the packaged packs
+        pack_root = resolve_langpack_dir(langpack_dir).resolve()
         if path.resolve().is_relative_to(pack_root):
             raise CuratorError("report_overwrites_input",
-                               f"--report {text} is inside --langpack-dir {langpack_dir}: "
+                               f"--report {text} is inside the language packs {pack_root}: "
                                "write it elsewhere", path=text)

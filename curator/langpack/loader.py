@@ -20,8 +20,11 @@ from curator.langpack.manifest import Manifest, ManifestTables, invalid, parse_m
 from curator.langpack.model import DATA_CAPABILITIES, LangPack
 
 MANIFEST = "pack.toml"
-#: values of ``langpack_dir`` that mean "use a default" -- there is none
-_NO_DIR = frozenset({"", "bundled"})
+#: the packs shipped inside the package (``curator/langpacks``, package data): the pack
+#: root when ``langpack_dir`` is unset, so an installed wheel finds them on every node
+PACKAGED_LANGPACK_DIR = Path(__file__).resolve().parents[1] / "langpacks"
+#: a ``langpack_dir`` spelling that names the packaged packs (any case), like unset
+_PACKAGED = "bundled"
 #: a bare directory name usable as a BCP-47-style tag (``en``, ``pt-BR``, ``zh_Hant``)
 _TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
@@ -69,8 +72,9 @@ def content_hash_of(pack_dir: str | Path) -> str:
 def load_langpack(langpack_dir: str | Path | None, language_tag: str) -> LangPack:
     """Load and validate ``<langpack_dir>/<language_tag>/``.
 
-    There is no default pack root: ``None``, ``""`` and ``"bundled"`` are refused
-    (``missing_langpack_dir``). The directory is looked up by exact name first,
+    ``langpack_dir`` ``None`` (or ``"bundled"``) is the packaged packs
+    (:data:`PACKAGED_LANGPACK_DIR`); a blank string is refused (``missing_langpack_dir``).
+    There is no default language. The directory is looked up by exact name first,
     then case-insensitively (BCP-47 tags are case-insensitive).
     """
     root = _check_root(langpack_dir)
@@ -152,17 +156,35 @@ def load_langpack(langpack_dir: str | Path | None, language_tag: str) -> LangPac
 # locating the pack
 
 
-def _check_root(langpack_dir: str | Path | None) -> Path:
+def blank_langpack_dir(langpack_dir: str | Path | None) -> bool:
+    """Whether ``langpack_dir`` is a blank string (refused: ``missing_langpack_dir``).
+
+    Unset (``None``) is not blank: it means the packaged packs."""
+    return isinstance(langpack_dir, str) and not langpack_dir.strip()
+
+
+def resolve_langpack_dir(langpack_dir: str | Path | None) -> Path:
+    """The pack root that ``langpack_dir`` names.
+
+    ``None`` and ``"bundled"`` (any case) name :data:`PACKAGED_LANGPACK_DIR`; any other
+    value is a directory path. A blank string is refused (``missing_langpack_dir``).
+    """
     if langpack_dir is None or (
-        isinstance(langpack_dir, str) and langpack_dir.strip().casefold() in _NO_DIR
+        isinstance(langpack_dir, str) and langpack_dir.strip().casefold() == _PACKAGED
     ):
+        return PACKAGED_LANGPACK_DIR
+    if blank_langpack_dir(langpack_dir):
         raise CuratorError(
             "missing_langpack_dir",
-            f"langpack_dir is {langpack_dir!r}: there is no default or bundled pack root; "
-            "set langpack_dir to a directory holding <tag>/pack.toml (e.g. the repo's langpacks/)",
+            f"langpack_dir is {langpack_dir!r}, which names no directory: leave it unset for "
+            "the packs installed with curator, or name a directory holding <tag>/pack.toml",
             langpack_dir=langpack_dir,
         )
-    root = Path(langpack_dir)
+    return Path(langpack_dir)
+
+
+def _check_root(langpack_dir: str | Path | None) -> Path:
+    root = resolve_langpack_dir(langpack_dir)
     if not root.is_dir():
         raise CuratorError(
             "language_pack_not_found",

@@ -194,7 +194,7 @@ class FlowCase(Case):
         }
         corpus = {"input": str(raw), "source_field": "source", "metadata_fields": ["url"],
                   "language": "en",
-                  "langpack_dir": str(Path(__file__).parents[2] / "langpacks")}
+                  "langpack_dir": str(Path(__file__).parents[2] / "curator" / "langpacks")}
         measured = folder / "world" / "measured"
         candidate = measured / "profile" / "candidate_policies.yaml"
         if not candidate.is_file():

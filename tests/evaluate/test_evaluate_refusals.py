@@ -131,11 +131,15 @@ def test_unvalidated_policies_are_refused(tmp_path: Path, policy: Path) -> None:
     assert _refusal([good], tmp_path / "absent.yaml").error_id == "policy_unresolved"
 
 
-def test_the_pack_is_required_and_must_load(tmp_path: Path, policy: Path) -> None:
+def test_the_pack_must_load(tmp_path: Path, policy: Path) -> None:
     good = write_labelled(tmp_path / "set.jsonl", known_set())
     with pytest.raises(CuratorError) as err:
-        evaluate_policy(policy, [good], langpack_dir=None)
+        evaluate_policy(policy, [good], langpack_dir=" ")
     assert err.value.error_id == "missing_langpack_dir"
+    unset = evaluate_policy(policy, [good], langpack_dir=None)  # the packaged packs
+    assert unset["langpack"]["matches_policy"] is True
+    assert unset == {**evaluate_policy(policy, [good], langpack_dir=LANGPACKS),
+                     "producer": unset["producer"]}
     with pytest.raises(CuratorError) as err:
         evaluate_policy(policy, [good], langpack_dir=tmp_path / "no-packs")
     assert err.value.exit_code == 2

@@ -311,8 +311,20 @@ def test_empty_or_tiny_output(world: dict[str, Any], tmp_path: Path) -> None:
 
 def test_missing_langpack_dir(world: dict[str, Any], tmp_path: Path) -> None:
     err = refusal(world["inp"], tmp_path / "out", world["policy"],
-                  heuristic_filters={"langpack_dir": None})
+                  heuristic_filters={"langpack_dir": " "})
     assert err.error_id == "missing_langpack_dir"
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_langpack_dir_applies_the_policy_with_the_packaged_pack(
+        world: dict[str, Any], tmp_path: Path) -> None:
+    """The policy was measured with curator/langpacks/en named by path: unset, the
+    filter loads the same pack from inside the package (a pack of another hash would be
+    refused, policy_langpack_mismatch) and keeps what the explicit run keeps."""
+    out, explicit = tmp_path / "out", tmp_path / "explicit"
+    run(world["inp"], out, world["policy"], heuristic_filters={"langpack_dir": None})
+    run(world["inp"], explicit, world["policy"])
+    assert kept(out) == kept(explicit) and kept(out)
 
 
 def test_unreadable_policy(world: dict[str, Any], tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from curator_demo import generate_demo_corpus
 from tests.ingest._support import Cli
 
 REPO = Path(__file__).resolve().parents[2]
-LANGPACKS = str(REPO / "langpacks")
+LANGPACKS = str(REPO / "curator" / "langpacks")
 
 #: The demo's choices (examples/demo/flow-apply.yaml), each aimed at planted noise.
 THRESHOLDS: dict[str, Any] = {

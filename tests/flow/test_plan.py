@@ -128,7 +128,7 @@ def test_cli_reports_every_preflight_problem_at_once(
     root = tmp_path / "out"
     config = base_config(tmp_path / "no-such-dir" / "*.jsonl", root, filt=True,
                          approve={"thresholds": {}, "approver": " ", "evidence": ""})
-    config["corpus"]["langpack_dir"] = None
+    config["corpus"]["langpack_dir"] = ""  # blank (unset would be the packaged packs)
     config["steps"]["dedupe"] = {"enabled": True}
     config["steps"]["filter"]["quality_filters"] = {"min_words": 20}
     code, _, err = _plan_cli(config, tmp_path, "invalid")
@@ -158,7 +158,7 @@ def test_preflight_of_an_apply_config_before_any_profile(
     stale.parent.mkdir(parents=True)
     stale.write_text('{"text": "left over from another run"}\n')
     config = base_config(raw, root, profile=False, filt=True, approve=APPROVE)
-    config["corpus"].update(langpack_dir=None, language=None)
+    config["corpus"].update(langpack_dir="", language=None)  # blank: names no directory
     config["steps"]["audit"] = {"enabled": True}
     config["steps"]["decontamination"] = {"enabled": True}
     config["steps"]["filter"]["heuristic_filters"] = {"approved_policy": "elsewhere.yaml"}

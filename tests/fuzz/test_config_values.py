@@ -121,7 +121,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "holdout").mkdir()
     (root / "holdout" / "h.jsonl").write_text("".join(
         json.dumps({**r, "id": "h" + r["id"]}) + "\n" for r in rows[:3]), encoding="utf-8")
-    shutil.copytree(REPO / "langpacks" / "en", root / "langpacks" / "en")
+    shutil.copytree(REPO / "curator" / "langpacks" / "en", root / "langpacks" / "en")
     inline = {"executor": "inline"}
     run_filter(FilterConfig(**{**base_config(STEPS_BY["filter"], root),
                                "output_dir": str(root / "filtered"), "execution": inline}))

@@ -138,7 +138,7 @@ def test_any_set_overrides_load_or_are_refused_with_an_id(spec: Any, sets: list[
 
 FLOW_BASE: dict[str, Any] = {
     "corpus": {"input": "raw", "text_field": "text", "language": "en",
-               "langpack_dir": str(REPO / "langpacks")},
+               "langpack_dir": str(REPO / "curator" / "langpacks")},
     "output_root": "root",
     "steps": {s.key: {"enabled": True} for s in STEPS},
     "execution": {"executor": "inline"},
@@ -240,7 +240,7 @@ def test_any_policy_file_loads_or_is_refused_with_an_id(text: bytes, allow: bool
 
 # -- the language pack -----------------------------------------------------------------------
 
-PACK = REPO / "langpacks" / "en"
+PACK = REPO / "curator" / "langpacks" / "en"
 PACK_FILES = sorted(p.name for p in PACK.iterdir())
 TOML_NASTIES = [b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n",  # past tomllib's recursion
                 b"[pack]\n" + b"x = " + b"{a = " * 3000 + b"1" + b"}" * 3000 + b"\n",

@@ -50,7 +50,6 @@ def test_the_guides_step_by_step_sequence_keeps_removed_documents_out_of_the_tie
     order = _guide_order()
     assert order[:7] == ["ingest", "profile", "approve", "filter", "audit", "decontaminate",
                          "subset"], order
-    (tmp_path / "langpacks").symlink_to(REPO / "langpacks")  # the configs' relative paths
     approve: dict[str, Any] = yaml.safe_load(
         (EXAMPLES / "flow-apply.yaml").read_text())["approve"]
     _curate(tmp_path, "demo-corpus", "--out", "demo-run/raw", "--docs", str(DOCS))

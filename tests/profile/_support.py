@@ -12,7 +12,7 @@ from typing import Any
 from curator_demo import iter_clean_lines
 
 REPO = Path(__file__).resolve().parents[2]
-LANGPACKS = REPO / "langpacks"
+LANGPACKS = REPO / "curator" / "langpacks"
 
 
 def corpus_records(n: int, seed: int = 7) -> list[dict[str, Any]]:

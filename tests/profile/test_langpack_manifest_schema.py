@@ -14,7 +14,7 @@ from curator.langpack import load_langpack
 from curator.langpack.manifest import SCHEMA_FILE, Manifest, json_schema_text
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = REPO / "langpacks"
+SHIPPED = REPO / "curator" / "langpacks"
 TAGS = ("en", "ru")
 
 

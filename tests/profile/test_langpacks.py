@@ -18,15 +18,17 @@ import pytest
 from curator.errors import CuratorError
 from curator.langpack import (
     DATA_CAPABILITIES,
+    PACKAGED_LANGPACK_DIR,
     WRITING_SYSTEM,
     LangPack,
     compute_content_hash,
     content_hash_of,
     load_langpack,
+    resolve_langpack_dir,
 )
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = REPO / "langpacks"
+SHIPPED = REPO / "curator" / "langpacks"
 LOADED_FILES = ("pack.toml", "stopwords.txt", "charset.txt", "boilerplate.txt")
 
 MANIFEST = """\
@@ -387,12 +389,24 @@ def test_shipped_hash_ignores_the_licence_copy(tag: str) -> None:
 # refusals
 
 
-@pytest.mark.parametrize("value", [None, "", "  ", "bundled", "BUNDLED"])
-def test_missing_langpack_dir(value: str | None) -> None:
+@pytest.mark.parametrize("value", ["", "  "])
+def test_missing_langpack_dir(value: str) -> None:
     with pytest.raises(CuratorError) as err:
         load_langpack(value, "en")
     assert err.value.error_id == "missing_langpack_dir"
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("value", [None, "bundled", "BUNDLED", " bundled "])
+@pytest.mark.parametrize("tag", ["en", "ru"])
+def test_unset_langpack_dir_is_the_packaged_packs(value: str | None, tag: str) -> None:
+    """No ``langpack_dir`` (or ``bundled``) loads the packs inside the package, wherever
+    the process runs: here the checkout's ``curator/langpacks`` (an installed wheel's in
+    tests/packaging)."""
+    assert resolve_langpack_dir(value) == PACKAGED_LANGPACK_DIR == SHIPPED.resolve()
+    pack = load_langpack(value, tag)
+    assert pack.root == str((SHIPPED / tag).resolve())
+    assert pack.content_hash == load_langpack(SHIPPED, tag).content_hash
 
 
 def test_not_found(tmp_path: Path, pack: Path) -> None:

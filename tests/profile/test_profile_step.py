@@ -148,8 +148,8 @@ def test_lines_without_text_are_counted_not_profiled(tmp_path: Path, records) ->
 @pytest.mark.parametrize(
     ("keys", "error_id"),
     [
-        ({"langpack_dir": None}, "missing_langpack_dir"),
-        ({"langpack_dir": "bundled"}, "missing_langpack_dir"),
+        ({"langpack_dir": ""}, "missing_langpack_dir"),
+        ({"langpack_dir": "  "}, "missing_langpack_dir"),
         ({"language": "xx"}, "language_pack_not_found"),
         ({"signals": ["no_such_signal"]}, "unknown_signal"),
         ({"signals": ["token_count"]}, "signal_requirements_unmet"),

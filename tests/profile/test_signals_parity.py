@@ -282,7 +282,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _examples(lang: str) -> list[tuple[str, str]]:
     """(pattern, the "# e.g.:" line its pack gives as a text it must match)."""
-    lines = (REPO / "langpacks" / lang / "boilerplate.txt").read_text(encoding="utf-8")
+    lines = (REPO / "curator" / "langpacks" / lang / "boilerplate.txt").read_text(encoding="utf-8")
     out, example = [], None
     for line in lines.splitlines():
         if line.startswith("# e.g.:"):
@@ -323,7 +323,7 @@ def _plain_hits(texts: list[str], patterns: tuple[str, ...]) -> np.ndarray:
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
 def test_boilerplate_prefilter_matches_plain_regexes(lang: str) -> None:
-    pack = load_langpack(REPO / "langpacks", lang)
+    pack = load_langpack(REPO / "curator" / "langpacks", lang)
     examples = _examples(lang)
     assert [p for p, _ in examples] == list(pack.boilerplate)
     rng = random.Random(7)
@@ -432,9 +432,9 @@ FILLER = ("Ordinary prose about gardens, “quoted” words — and the odd caf�
 
 
 def _pack_examples(lang: str) -> list[tuple[str, str]]:
-    """(pattern, its ``# e.g.:`` example) for every pattern of ``langpacks/<lang>``."""
-    lines = (Path(__file__).resolve().parents[2] / "langpacks" / lang / "boilerplate.txt"
-             ).read_text(encoding="utf-8").splitlines()
+    """(pattern, its ``# e.g.:`` example) for every pattern of ``curator/langpacks/<lang>``."""
+    path = REPO / "curator" / "langpacks" / lang / "boilerplate.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [(line.strip(), prev.removeprefix("# e.g.: "))
             for prev, line in itertools.pairwise(lines)
             if line.strip() and not line.startswith("#")]
@@ -450,7 +450,7 @@ def _near_misses(pattern: str) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
 def test_boilerplate_prefilter_near_misses(lang: str) -> None:
-    pack = load_langpack(Path(__file__).resolve().parents[2] / "langpacks", lang)
+    pack = load_langpack(REPO / "curator" / "langpacks", lang)
     docs: list[str | None] = [None, "", FILLER]
     for pattern, example in _pack_examples(lang):
         docs += [example, f"“{example}” {FILLER * 3}",

@@ -13,7 +13,7 @@ from typing import Any
 from curator_demo import generate_demo_corpus
 
 REPO = Path(__file__).resolve().parents[2]
-LANGPACKS = str(REPO / "langpacks")
+LANGPACKS = str(REPO / "curator" / "langpacks")
 SIGNALS = ["word_count", "stopword_ratio", "unicode_alpha_numeric", "boilerplate_hits"]
 
 

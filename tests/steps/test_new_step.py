@@ -22,7 +22,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ("curator", "flows", "executors", "deployments", "curator_demo", "curator_testing",
-          "tests", "examples", "langpacks", "pyproject.toml")
+          "tests", "examples", "pyproject.toml")
 
 TOY_PACKAGE = '''"""The toy step's own code: its stage, its audit checker and its funnel row."""
 '''

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_signal_counts_are_the_profiles_and_the_registrys() -> None:
-    profiled, _ = select_signals([], load_langpack(REPO / "langpacks", "en"), False)
+    profiled, _ = select_signals([], load_langpack(REPO / "curator" / "langpacks", "en"), False)
     readme = (REPO / "README.md").read_text()
     guide = (REPO / "docs" / "user-guide.md").read_text()
     assert f"**`curate profile`**: {len(profiled)} quality signals" in readme
