@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from curator.artifacts import file_digest
 from curator.errors import CuratorError
+from curator.io import shared
 from curator.io.writers import atomic_file
 
 #: the folder under a step's output_dir that holds the Parquet copy
@@ -61,8 +62,8 @@ def _json_text(values: list[Any]) -> list[str | None]:
 
 def _records(path: Path) -> list[dict[str, Any]]:
     """Every record of a JSONL shard, in order (blank lines are not records)."""
-    try:
-        records = [orjson.loads(line) for line in path.read_bytes().splitlines()
+    try:  # a shard another node wrote is fetched (the copy is made in the driver)
+        records = [orjson.loads(line) for line in shared.localize(path).read_bytes().splitlines()
                    if line.strip()]
     except orjson.JSONDecodeError as exc:
         raise CuratorError("parquet_export_failed",

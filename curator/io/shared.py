@@ -27,6 +27,7 @@ Nothing here is read from another node's disk: a path is only ever a name in the
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import logging
 import os
 import shutil
@@ -155,6 +156,19 @@ def exists(path: str | os.PathLike[str]) -> bool:
     return url is not None and storage.isfile(url)
 
 
+def listing(folder: str | os.PathLike[str], pattern: str) -> list[Path]:
+    """The files of ``folder`` matching ``pattern`` (one level), on this disk or under
+    the area's URL (not fetched): what any node of the run wrote there."""
+    base = Path(folder)
+    found = {p.name for p in base.glob(pattern) if p.is_file()} if base.is_dir() else set()
+    area = _active
+    url = None if area is None else area.url_of(base)
+    if url is not None and storage.exists(url):
+        found |= {rel for rel in storage.list_files(url)
+                  if "/" not in rel and fnmatch.fnmatchcase(rel, pattern)}
+    return [base / name for name in sorted(found)]
+
+
 def localize_dir(path: str | os.PathLike[str]) -> Path:
     """A folder of the area with every file the URL holds under it fetched (those on
     this disk already are kept): the driver reading the work files its units wrote."""
@@ -203,5 +217,6 @@ def remove(path: str | os.PathLike[str]) -> None:
             storage.remove(url)
 
 
-__all__ = ["DRIVER_MARKER", "SharedArea", "current", "driving", "exists", "localize",
-           "localize_dir", "mark_driver", "remove", "remove_tree", "unit", "wrote"]
+__all__ = ["DRIVER_MARKER", "SharedArea", "current", "driving", "exists", "listing",
+           "localize", "localize_dir", "mark_driver", "remove", "remove_tree", "unit",
+           "wrote"]

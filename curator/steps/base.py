@@ -367,7 +367,7 @@ class StepRun:
     def corpus_files(self) -> list[Path]:
         """The JSONL shards of the corpus it wrote, in order (what ``output_format:
         jsonl+parquet`` copies): ``<output_dir>/part_<i>.jsonl`` unless it says otherwise."""
-        return shard_order(self.out.glob("part_*.jsonl"))
+        return shard_order(shared.listing(self.out, "part_*.jsonl"))  # any node's
 
     def artifacts(self) -> list[tuple[Path | None, Any]]:
         """``(path, data)`` to write in order, every file the step writes besides its

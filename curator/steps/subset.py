@@ -243,7 +243,7 @@ class SubsetRun(StepRun):
     def corpus_files(self) -> list[Path]:
         """Every tier's shards, tier by tier (each tier is a corpus of its own)."""
         return [p for d in self.tier_dirs()
-                for p in shard_order((self.out / d).glob("part_*.jsonl"))]
+                for p in shard_order(shared.listing(self.out / d, "part_*.jsonl"))]
 
     # -- the straight line -------------------------------------------------------------
     def refuse(self) -> None:
