@@ -13,6 +13,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from curator.execution import Executor, UnitResult, WorkerChain, run_unit
+from curator.io.shared import SharedArea
 from curator.tasks import Task
 
 _CHAIN: WorkerChain | None = None
@@ -70,11 +71,13 @@ def _safe_path() -> Iterator[None]:
         os.environ.pop("PYTHONSAFEPATH", None)
 
 
-def _run(token: str, chain_file: str, task: Task) -> UnitResult:
-    """Run one unit; the run's chain is read from its file once per worker."""
+def _run(token: str, chain_file: str, area: SharedArea | None, task: Task) -> UnitResult:
+    """Run one unit; the run's chain is read from its file once per worker. ``area``:
+    the step's output area on object storage (what the unit writes there goes up to
+    its URL: curator.io.shared), sent with every unit (two short strings)."""
     global _CHAIN
     if _CHAIN is None or _CHAIN.token != token:
-        _CHAIN = WorkerChain(token=token, blob=Path(chain_file).read_bytes())
+        _CHAIN = WorkerChain(token=token, blob=Path(chain_file).read_bytes(), area=area)
     return run_unit(_CHAIN, task, worker=f"pid-{os.getpid()}")
 
 
@@ -113,7 +116,8 @@ class LocalExecutor(Executor):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.start_method = start_method
         self._pool: cf.ProcessPoolExecutor | None = None
-        self._chain: tuple[str, str] | None = None  # (token, chain file)
+        #: (token, chain file, output area)
+        self._chain: tuple[str, str, SharedArea | None] | None = None
 
     @property
     def capacity(self) -> int:
@@ -131,7 +135,7 @@ class LocalExecutor(Executor):
         fd, path = tempfile.mkstemp(prefix=f"curate-chain-{os.getpid()}-", suffix=".pkl")
         with os.fdopen(fd, "wb") as f:
             f.write(chain.blob)
-        self._chain = (chain.token, path)
+        self._chain = (chain.token, path, chain.area)
 
     def submit(self, task: Task) -> cf.Future[UnitResult]:
         assert self._pool is not None and self._chain is not None, "start() first"
