@@ -276,6 +276,17 @@ class CheckpointMirror:
         self._forget_restored(gone)
         return len(gone)
 
+    def finish(self) -> bool:
+        """After a completed run has discarded its checkpoint: remove the mirror's
+        generation marker when no writer file is left under the URL (another step's
+        checkpoint under the same URL keeps it). Returns whether it was removed."""
+        with storage.store_errors(f"checkpoint mirror: cannot clean {self.url}", True,
+                                  url=self.url):
+            if self._remote_files():
+                return False
+            storage.remove(storage.join(self.url, GENERATION_NAME))
+        return True
+
     def relative(self, path: Path) -> str:
         """``path``'s name under ``local_root`` (posix), or ValueError."""
         try:

@@ -337,8 +337,9 @@ class StepRun:
         shared.remove_tree(self.work)  # from the area's URL too
         if self.ckpt_root is not None:
             shutil.rmtree(self.ckpt_root, ignore_errors=True)
-            if self.ckpt_mirror is not None:
+            if self.ckpt_mirror is not None:  # a completed run leaves nothing there
                 self.ckpt_mirror.discard(self.ckpt_root)
+                self.ckpt_mirror.finish()
         if self.output_url:  # published: the remote copy is the output
             with storage.store_errors(f"{self.step_id}: cannot end the run at "
                                       f"{self.output_url}", True, url=self.output_url):
