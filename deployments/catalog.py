@@ -156,7 +156,13 @@ runner connects the flow run to the cluster at RAY_ADDRESS (as ingest's ray-clus
 above) once; every step is a subflow whose runner and executor join that same
 connection, each partition a Prefect task run executed as a Ray task. `overrides`
 (execution.* keys only) make every step's executor ray; a step left on another is
-refused before the first step runs (task_runner_mismatch).""",
+refused before the first step runs (task_runner_mismatch).
+A cluster's nodes share nothing but object storage: give the flow config an
+`output_root: s3://bucket/run` (docs/flow.md). The store's credentials are never a
+parameter nor in this file: every Ray node and the worker's machine hold them in
+their own environment (AWS_* / FSSPEC_S3_*, or an instance role), or the run names a
+Prefect Secret block, `--param storage_credentials=BLOCK`, whose variables the flow
+run's own process takes (not the Ray nodes'): docs/cluster.md.""",
         env=dict(RAY_ENV)))
     return out
 

@@ -15,6 +15,7 @@ from typer.core import TyperCommand
 
 from curator.checkpoint import METADATA_DIRNAME, read_checkpoint_files
 from curator.errors import CuratorError
+from curator.io import storage
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 
@@ -185,10 +186,14 @@ def flow_(
     except CuratorError as exc:
         fail(exc)
         return
-    root = Path(result["output_root"])
+    root = str(result["output_root"])  # a local path, or a URL (s3://...)
+
+    def at(name: str) -> str:
+        return storage.join(root, name) if storage.is_remote(root) else str(Path(root) / name)
+
     if plan:
         enabled = [s["key"] for s in result["steps"] if s["enabled"]]
-        typer.echo(f"plan: {', '.join(enabled)}; written to {root / 'flow_plan.json'}")
+        typer.echo(f"plan: {', '.join(enabled)}; written to {at('flow_plan.json')}")
         for warning in result["warnings"]:
             typer.echo(f"warning: {warning}", err=True)
         return
@@ -197,9 +202,13 @@ def flow_(
         for line in _step_warnings(step):  # what this run's step reported, not only JSON
             typer.echo(f"warning: {step['step_id']}: {line}", err=True)
     typer.echo(f"flow: {result['status']}; policy {result['policy_status']} "
-               f"(applied: {result['policy_applied']}); report {root / 'flow_report.json'}")
-    if (root / "report.html").is_file():
-        typer.echo(f"the run on one page: {root / 'report.html'}")
+               f"(applied: {result['policy_applied']}); report {at('flow_report.json')}")
+    try:
+        page = storage.is_file_at(at("report.html"))
+    except Exception:  # the bucket's own errors: this line is a courtesy
+        page = False
+    if page:
+        typer.echo(f"the run on one page: {at('report.html')}")
 
 
 def _step_warnings(step: dict[str, Any]) -> list[str]:
@@ -218,16 +227,18 @@ def _step_warnings(step: dict[str, Any]) -> list[str]:
 
 @app.command("report")
 def report_(
-    output_root: Annotated[Path, typer.Argument(help="a flow's output_root")],
+    output_root: Annotated[str, typer.Argument(help="a flow's output_root (a path, or "
+                                                    "the URL of a bucket root)")],
 ) -> None:
     """Write OUTPUT_ROOT/report.html: one self-contained page of the run (docs/report.md)."""
     from curator.report import write_report
 
-    if not output_root.is_dir():
+    remote = storage.is_remote(output_root)
+    if not remote and not Path(output_root).is_dir():
         fail(CuratorError("output_root_missing", f"no directory {output_root}"))
     try:
         try:
-            written = write_report(output_root)
+            written = write_report(output_root if remote else Path(output_root))
         except OSError as exc:  # report.html a directory, no permission, disk full
             raise CuratorError("report_unwritable", f"cannot write the report in "
                                f"{output_root}: {exc}") from exc
@@ -239,7 +250,8 @@ def report_(
 
 @app.command("status")
 def status_(
-    path: Annotated[Path, typer.Argument(help="a flow's output_root, or one step's output_dir")],
+    path: Annotated[str, typer.Argument(help="a flow's output_root, or one step's output_dir "
+                                        "(a path, or a URL: s3://bucket/run)")],
     config: Annotated[
         str | None, typer.Option("--config", "-c", help="the flow's config, for the next "
                                  "command it prints")] = None,

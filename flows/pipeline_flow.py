@@ -22,6 +22,7 @@ from prefect.input import RunInput
 from curator.errors import CuratorError
 from curator.flow.plan import StepPlan
 from curator.flow.run import ApprovalAnswer, run_flow, start_flow
+from flows.credentials import storage_environment
 from flows.steps import STEP_FLOWS
 
 
@@ -57,10 +58,16 @@ class _PrefectHooks:
 
 
 @flow(name="curate-flow", validate_parameters=False, persist_result=False)
-def curate_flow(config: str | dict[str, Any], plan: bool = False) -> dict[str, Any]:
-    """Run the enabled steps in order (``plan=True``: write the plan, run nothing)."""
+def curate_flow(config: str | dict[str, Any], plan: bool = False,
+                storage_credentials: str | None = None) -> dict[str, Any]:
+    """Run the enabled steps in order (``plan=True``: write the plan, run nothing).
+
+    ``storage_credentials``: the name of a Prefect Secret block holding the object
+    store's environment variables for this run (flows/credentials.py); unset: the
+    process's own environment."""
     logger = get_run_logger()
-    fplan = start_flow(config, plan, logger)
-    if plan:
-        return fplan.to_json(dry_run=True)
-    return run_flow(fplan, _PrefectHooks(), logger)
+    with storage_environment(storage_credentials):
+        fplan = start_flow(config, plan, logger)
+        if plan:
+            return fplan.to_json(dry_run=True)
+        return run_flow(fplan, _PrefectHooks(), logger)

@@ -5,6 +5,10 @@ derived under ``output_root`` (an authored step key overrides the derived value)
 checks everything that can be checked before a step runs, reporting every problem at
 once. ``step_is_done`` decides, on a rerun, whether a step's artifacts are complete and
 were made by the same step config, so the flow can skip it.
+
+An ``output_root`` on object storage (``s3://...``) keeps every step's output, its
+done-marker and the checkpoint under the URL, and the flow's own files in a local copy
+of the root that goes up as it is written (:mod:`curator.flow.remote`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from curator.config import (
 )
 from curator.corpus.formats import JSONL_NAMES
 from curator.errors import CuratorError
-from curator.io import storage
+from curator.flow import remote
+from curator.io import shared, storage
 from curator.io.partitioning import resolve_input_files
 from curator.models import FlowPlanFile, StepMarker
 from curator.steps.registry import BY_KEY, STEPS
@@ -83,6 +88,9 @@ class StepPlan:
     notes: list[str] = field(default_factory=list)
     extra: str | None = None  # what else the result depends on (input files, policy bytes)
     context: FlowContext | None = None
+    #: (the root's local copy, its URL) for a root on object storage: what the config
+    #: hash names instead of the local copy (a driver with another scratch dir agrees)
+    root_map: tuple[str, str] | None = None
 
     @property
     def key(self) -> str:
@@ -97,12 +105,18 @@ class StepPlan:
         return self.config.get("output_dir")
 
     def config_hash(self) -> str:
-        body = {k: v for k, v in self.config.items() if k != "execution"}
+        body = self.stable({k: v for k, v in self.config.items() if k != "execution"})
         return canonical_digest({"config": body, "extra": self.extra})
+
+    def stable(self, value: Any) -> Any:
+        """``value`` with the root's local copy named by its URL (:attr:`root_map`)."""
+        return remote.rebase(value, *self.root_map) if self.root_map else value
 
 
 @dataclass
 class FlowPlan:
+    #: where the flow writes its own files: the output root, or for a root on object
+    #: storage its local copy (:func:`curator.flow.remote.root_copy`)
     root: Path
     steps: list[StepPlan]
     approve: Approve | None
@@ -110,6 +124,22 @@ class FlowPlan:
     warnings: list[str] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
     config_file: str | None = None  # the flow config's path, when read from a file
+    root_url: str | None = None  # the output root when it is a URL (``s3://b/run``)
+
+    @property
+    def area(self) -> shared.SharedArea | None:
+        """The root's local copy and its URL: active while the flow writes its files,
+        each goes up as it is written (``None`` for a local root)."""
+        return shared.SharedArea(str(self.root), self.root_url) if self.root_url else None
+
+    @property
+    def output_root(self) -> str:
+        """The output root as the flow's files name it: the URL, or the local path."""
+        return self.root_url or str(self.root)
+
+    def published(self, data: Any) -> Any:
+        """``data`` with the root's local copy named by the URL (a local root: as is)."""
+        return remote.rebase(data, str(self.root), self.root_url) if self.root_url else data
 
     def step(self, key: str) -> StepPlan:
         return next(s for s in self.steps if s.key == key)
@@ -121,15 +151,15 @@ class FlowPlan:
 
     def to_json(self, dry_run: bool) -> dict[str, Any]:
         """``flow_plan.json`` (:class:`curator.models.FlowPlanFile`)."""
-        return models.build(FlowPlanFile, {
-            "schema_version": 1, "output_root": str(self.root), "dry_run": dry_run,
+        return models.build(FlowPlanFile, self.published({
+            "schema_version": 1, "output_root": self.output_root, "dry_run": dry_run,
             "config_file": self.config_file,
             "artifacts": self.artifacts,
             "steps": [{"key": s.key, "step_id": s.step_id, "enabled": s.enabled,
                        "notes": s.notes, "config": s.config} for s in self.steps],
             "warnings": self.warnings,
             "problems": [{"error_id": i, "message": m} for i, m in self.problems],
-        })
+        }))
 
     def raise_problems(self) -> None:
         if self.problems:
@@ -172,12 +202,36 @@ def _policy_signals(approve: Approve | None, steps: list[StepPlan]
 
 
 def plan_flow(config: FlowConfig) -> FlowPlan:
-    """Derive every step's config and check what can be checked now (all at once)."""
-    root = Path(config.output_root).resolve()
-    paths = {name: str(root / spec.output_subdir / rel).rstrip("/.")
+    """Derive every step's config and check what can be checked now (all at once).
+
+    A URL ``output_root`` (:mod:`curator.flow.remote`): every step's output dir, the
+    artifacts and the default checkpoint are URLs under it; the approved policy is a
+    file of the root's local copy, fetched from the URL first (a new driver's disk is
+    empty)."""
+    # only what the flow config sets: CURATE_EXECUTION__* fill the rest, as for a step
+    execution = config.execution.model_dump(exclude_unset=True)
+    root_url = config.output_root.rstrip("/") if storage.is_remote(config.output_root) \
+        else None
+    if root_url is not None:
+        execution.setdefault("checkpoint_path", storage.join(root_url, "checkpoints"))
+        root = remote.root_copy(root_url, execution["checkpoint_path"])
+
+        def under(*names: str) -> str:
+            return storage.join(root_url, *names)
+    else:
+        root = Path(config.output_root).resolve()
+
+        def under(*names: str) -> str:
+            return str(root.joinpath(*names))
+    paths = {name: under(spec.output_subdir, rel).rstrip("/.")
              for spec in STEPS for name, rel in spec.artifacts.items()}
     paths["approved_policy"] = str(root / "policy" / "approved_policy.yaml")
-    paths["checkpoints"] = str(root / "checkpoints")
+    paths["checkpoints"] = under("checkpoints")
+    execution.setdefault("checkpoint_path", paths["checkpoints"])
+    root_map = (str(root), root_url) if root_url is not None else None
+    if root_url is not None and config.approve is not None:
+        # read by the done-checks (its bytes) and by the approval (its date)
+        remote.pull(shared.SharedArea(str(root), root_url), Path(paths["approved_policy"]))
     problems: list[Problem] = []
     warnings: list[str] = []
     for key in config.steps:
@@ -188,17 +242,6 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     if not enabled:
         problems.append(("no_steps_enabled", "no step has enabled: true"))
     corpus = config.corpus
-    # only what the flow config sets: CURATE_EXECUTION__* fill the rest, as for a step
-    execution = config.execution.model_dump(exclude_unset=True)
-    execution.setdefault("checkpoint_path", paths["checkpoints"])
-    if storage.is_remote(config.output_root):  # docs/storage.md: single steps only
-        problems.append(("object_storage_unsupported",
-                         f"curate flow cannot keep output_root on object storage "
-                         f"({config.output_root!r}): the root holds the steps' checkpoints "
-                         "(LMDB needs a local disk), the done-markers and flow_plan.json the "
-                         "flow reads back, and the outputs its done-checks stat; use a local "
-                         "or shared-filesystem root (each step run on its own, curate <step>, "
-                         "can read from and publish to a bucket)"))
     raw_files = _check_input(corpus, problems)
 
     reads = CorpusView(glob=corpus.input, text_field=corpus.text_field,
@@ -209,13 +252,13 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
     for spec in STEPS:
         ctx = FlowContext(root=root, corpus=corpus, reads=reads, approved_policy=approved,
                           policy_signals=_policy_signals(config.approve, steps),
-                          output_dir=str(root / spec.output_subdir),
+                          output_dir=under(spec.output_subdir),
                           offers=offers([(s.spec, s.config, s.enabled) for s in steps]))
         authored = {k: v for k, v in config.steps.get(spec.key, {}).items() if k != "enabled"}
         derived = {"output_dir": ctx.output_dir, **_drop_none(spec.derive(ctx))}
         cfg = _deep_merge(derived, authored)
         cfg["execution"] = {**execution, **(authored.get("execution") or {})}
-        step = StepPlan(spec, spec.key in enabled, cfg, context=ctx)
+        step = StepPlan(spec, spec.key in enabled, cfg, context=ctx, root_map=root_map)
         steps.append(step)
         if step.enabled:
             if reads.glob == corpus.input and not spec.reads_parquet and raw_files and \
@@ -227,7 +270,8 @@ def plan_flow(config: FlowConfig) -> FlowPlan:
             produced = spec.produces(cfg)
             if produced is not None:
                 reads = produced
-    plan = FlowPlan(root, steps, config.approve, paths, warnings, problems)
+    plan = FlowPlan(root, steps, config.approve, paths, warnings, problems,
+                    root_url=root_url)
     _check_approval(plan, config, enabled, problems, warnings)
     for step in steps:
         if step.enabled:
@@ -302,7 +346,7 @@ def _check_approval(plan: FlowPlan, config: FlowConfig, enabled: set[str],
                 "once with profile on and approve off, then with profile off and approve "
                 "set (or use approve.interactive)",
             ))
-        elif not Path(candidate).is_file():
+        elif not _is_file(candidate):
             problems.append(("approve_before_profile",
                              f"the candidate {candidate} does not exist: profile first"))
         if not approve.thresholds:
@@ -311,9 +355,16 @@ def _check_approval(plan: FlowPlan, config: FlowConfig, enabled: set[str],
             problems.append(("approval_missing_approver", "approve.approver is empty"))
         if not approve.evidence.strip():
             problems.append(("approval_missing_evidence", "approve.evidence is empty"))
-    elif "profile" not in enabled and not Path(candidate).is_file():
+    elif "profile" not in enabled and not _is_file(candidate):
         problems.append(("approve_before_profile",
                          "interactive approval needs a profile: enable steps.profile"))
+
+
+def _is_file(path: str) -> bool:
+    """Whether a local path or an object's URL names a file (the store's own errors:
+    ``object_storage_error``)."""
+    with storage.store_errors(f"cannot look up {path}", storage.is_remote(path), url=path):
+        return storage.is_file_at(path)
 
 
 def set_extra(step: StepPlan) -> None:
@@ -325,7 +376,8 @@ def set_extra(step: StepPlan) -> None:
     ETag, else its modification time (:func:`curator.io.storage.version`, from the
     listing just made): a rewritten input object makes the step run again. A file
     ``depends_on`` names is hashed when local; an object is its size and ETag (read
-    once by the step itself, not downloaded again to plan)."""
+    once by the step itself, not downloaded again to plan). Names under a URL root's
+    local copy are recorded by their URL (:meth:`StepPlan.stable`)."""
     source = step.config.get(step.spec.input_key)
     try:
         files = resolve_input_files(source) if source else []
@@ -343,7 +395,7 @@ def set_extra(step: StepPlan) -> None:
     depends = {name: (list(_version(name)) if storage.is_remote(name)
                       else file_digest(name) if Path(name).is_file() else None)
                for name in step.spec.depends_on(step.config)}
-    step.extra = canonical_digest({"inputs": inputs, "depends_on": depends})
+    step.extra = canonical_digest(step.stable({"inputs": inputs, "depends_on": depends}))
 
 
 def _version(name: str) -> tuple[int | None, str | int | None]:
@@ -354,13 +406,26 @@ def _version(name: str) -> tuple[int | None, str | int | None]:
 
 
 def step_is_done(step: StepPlan) -> bool:
-    """Whether a step's artifacts are complete and were made by this step config."""
+    """Whether a step's artifacts are complete and were made by this step config (its
+    marker and completion artifact: files, or objects under a URL ``output_dir``; the
+    store's own errors are ``object_storage_error``, never "not done")."""
     out = step.output_dir
     if not out:
         return False
     try:
-        recorded = models.read(StepMarker, Path(out) / MARKER)
-    except (OSError, CuratorError):  # absent, unreadable or malformed: not done
+        if storage.is_remote(out):
+            where = storage.join(out, MARKER)
+            raw = remote.read_bytes(where)
+            if raw is None:
+                return False
+            recorded = models.load(StepMarker, raw, where)
+        else:
+            recorded = models.read(StepMarker, Path(out) / MARKER)
+    except CuratorError as exc:
+        if exc.error_id != models.ARTIFACT_INVALID:  # the store's: not an answer
+            raise
+        return False  # malformed: not done
+    except OSError:  # absent or unreadable: not done
         return False
     if recorded.config_hash != step.config_hash():
         return False
@@ -371,14 +436,25 @@ def clear_done(step: StepPlan) -> None:
     """Forget that ``step`` finished: it is about to run again, and a run that ends in an
     error (a verdict's too, whose artifacts are complete) must not leave the earlier
     run's marker beside its new artifacts."""
-    if step.output_dir:
-        (Path(step.output_dir) / MARKER).unlink(missing_ok=True)
+    out = step.output_dir
+    if not out:
+        return
+    if storage.is_remote(out):
+        remote.remove(storage.join(out, MARKER))
+    else:
+        (Path(out) / MARKER).unlink(missing_ok=True)
 
 
 def mark_done(step: StepPlan, completed_at: str) -> None:
-    """Record that ``step`` finished with this config (read by :func:`step_is_done`)."""
+    """Record that ``step`` finished with this config (read by :func:`step_is_done`):
+    a file, or one put of an object beside a URL ``output_dir``'s outputs."""
     from curator.io.writers import write_atomic
 
-    write_atomic(Path(step.output_dir or ".") / MARKER, json.dumps(models.build(
+    text = json.dumps(models.build(
         StepMarker, {"step_id": step.step_id, "config_hash": step.config_hash(),
-                     "completed_at": completed_at}), indent=2, sort_keys=True) + "\n")
+                     "completed_at": completed_at}), indent=2, sort_keys=True) + "\n"
+    out = step.output_dir or "."
+    if storage.is_remote(out):
+        remote.write_bytes(storage.join(out, MARKER), text.encode("utf-8"))
+    else:
+        write_atomic(Path(out) / MARKER, text)

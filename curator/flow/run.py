@@ -5,10 +5,15 @@ that applies the policy, disabled steps reported, finished steps skipped (their
 artifacts are complete for this config), the rest run through ``hooks.run_step``
 (in ``flows/``: the step's Prefect flow as a subflow). ``flow_report.json`` is
 written at the end, also when a step fails.
+
+With a root on object storage the flow's own files are written to the root's local
+copy while its area is active (:attr:`FlowPlan.area`): each goes up to the URL as it
+is written (:mod:`curator.flow.remote`).
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,10 +30,12 @@ from curator.flow.plan import (
     set_extra,
     step_is_done,
 )
+from curator.io import shared, storage
 from curator.models import FlowReportFile
 from curator.steps.base import error_block
 
 REPORT_NAME = "flow_report.json"
+PLAN_NAME = "flow_plan.json"
 
 
 @dataclass
@@ -53,6 +60,11 @@ class FlowHooks(Protocol):
 
 def run_flow(fplan: FlowPlan, hooks: FlowHooks, logger: Any) -> dict[str, Any]:
     """Run the enabled steps in order; return (and write) the flow report."""
+    with shared.driving(fplan.area):
+        return _run_flow(fplan, hooks, logger)
+
+
+def _run_flow(fplan: FlowPlan, hooks: FlowHooks, logger: Any) -> dict[str, Any]:
     report = FlowReport(fplan)
     try:
         for step in fplan.steps:
@@ -101,21 +113,36 @@ def _approve(fplan: FlowPlan, report: FlowReport, hooks: FlowHooks, logger: Any)
     if approve.interactive:
         logger.info("waiting for approval: submit thresholds, approver and evidence for %s "
                     "(timeout %d s)", candidate, approve.timeout_seconds)
-        summary = Path(str(fplan.locate("summary")))
-        if summary.is_file():
-            hooks.show("approval-request", summary.read_text(encoding="utf-8"),
-                       "curate flow: read this, then approve")
+        summary = _read_text(str(fplan.locate("summary")))
+        if summary is not None:
+            hooks.show("approval-request", summary, "curate flow: read this, then approve")
         answer = hooks.ask_approval(candidate, approve.timeout_seconds)
         date = None
     else:
         answer = ApprovalAnswer(approve.thresholds, approve.approver, approve.evidence,
                                 approve.method)
-    digest, warnings = approve_policy(candidate, out, answer.thresholds,
-                                      approver=answer.approver, evidence=answer.evidence,
-                                      method=answer.method, date=date)
+    with tempfile.TemporaryDirectory(prefix="curate-candidate-") as tmp:
+        local = candidate
+        if storage.is_remote(candidate):  # the profile's on a bucket: read from a copy
+            local = str(Path(tmp) / Path(candidate).name)
+            with storage.store_errors(f"curate flow: cannot fetch the candidate "
+                                      f"{candidate}", True, url=candidate):
+                storage.get_file(candidate, local)
+        digest, warnings = approve_policy(local, out, answer.thresholds,
+                                          approver=answer.approver, evidence=answer.evidence,
+                                          method=answer.method, date=date)
     for warning in warnings:
         logger.warning(warning)
     report.promoted(out, digest, warnings)
+
+
+def _read_text(path: str) -> str | None:
+    """A local file's or an object's text, ``None`` when there is none."""
+    try:
+        with storage.store_errors(f"cannot read {path}", storage.is_remote(path), url=path):
+            return storage.read_file(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 class FlowReport:
@@ -127,7 +154,7 @@ class FlowReport:
         self.promote_warnings: list[str] = []
         self.data: dict[str, Any] = {
             "schema_version": 1, "step_id": "curate/flow", "started_at": utc_now(),
-            "completed_at": None, "output_root": str(fplan.root),
+            "completed_at": None, "output_root": fplan.output_root,
             "artifacts": fplan.artifacts, "steps": [], "warnings": list(fplan.warnings),
             "audit_passed": None, "status": "failed", "policy_applied": False,
             "policy_promoted": False, "policy_status": None,
@@ -184,7 +211,8 @@ class FlowReport:
     def write(self) -> None:
         self.data["status"] = self.status
         self.data["completed_at"] = utc_now()
-        self.data = models.build(FlowReportFile, self.data)
+        # a root on object storage: its local copy named by the URL (the policy's path)
+        self.data = models.build(FlowReportFile, self.fplan.published(self.data))
         write_json_atomic(self.fplan.root / REPORT_NAME, self.data)
 
 
@@ -215,9 +243,15 @@ def start_flow(config: str | dict[str, Any], plan: bool, logger: Any) -> FlowPla
             raise CuratorError("config_error", f"flow config {config} is not a mapping")
     fplan = plan_flow(load_flow_config(data))
     fplan.config_file = None if isinstance(config, dict) else str(Path(config).resolve())
-    fplan.root.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(fplan.root / "flow_plan.json", fplan.to_json(dry_run=plan))
+    write_plan(fplan, dry_run=plan)
     for warning in fplan.warnings:
         logger.warning(warning)
     fplan.raise_problems()
     return fplan
+
+
+def write_plan(fplan: FlowPlan, dry_run: bool) -> Path:
+    """Write ``flow_plan.json`` in the root (and put it to a URL root's object)."""
+    fplan.root.mkdir(parents=True, exist_ok=True)
+    with shared.driving(fplan.area):
+        return write_json_atomic(fplan.root / PLAN_NAME, fplan.to_json(dry_run=dry_run))

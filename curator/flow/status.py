@@ -19,6 +19,14 @@ Then the next command: ``curate flow --config FLOW`` to resume or go on, or the
 approval (``curate approve`` / the Prefect UI's form) when that is what is missing; for
 a root built one step at a time (no ``flow_plan.json`` and no ``--config``), the steps'
 own commands (``curate decontaminate --config CONFIG.yaml``).
+
+``PATH`` may be a URL (``s3://bucket/run``): the root of ``curate flow`` with its
+``output_root`` on object storage, or one step's ``output_dir`` there. Its objects are
+read (listings, the plan, the reports, the markers, the checkpoint mirror's writer
+files), never fetched to disk. Two things are known only on the driver's disk: a step
+is ``running`` only when its run holds the lock of its local copy on this machine, and
+the last flow run's "has not ended" needs ``flow_report.json`` to be absent (a bucket
+gives no modification times to compare; docs/flow.md).
 """
 
 from __future__ import annotations
@@ -30,8 +38,10 @@ from typing import Any, TypeVar
 
 from curator import models
 from curator.checkpoint import METADATA_DIRNAME
+from curator.checkpoint_mirror import is_writer_file, resolve_checkpoint
 from curator.errors import CuratorError
 from curator.flow.plan import MARKER
+from curator.io import storage
 from curator.locking import LOCK_NAME
 from curator.models import FlowPlanFile, FlowReportFile, PlannedStep
 from curator.steps.registry import STEPS
@@ -87,13 +97,61 @@ class RootStatus:
         return out
 
 
-def _read(model: type[_M], path: Path) -> _M | None:
-    """``path`` parsed through ``model``; ``None`` when absent or unreadable; a
-    malformed file is ``artifact_invalid`` (exit 2) naming the file and the field."""
+def _read(model: type[_M], path: str | Path) -> _M | None:
+    """``path`` (a file, or an object) parsed through ``model``; ``None`` when absent or
+    unreadable; a malformed file is ``artifact_invalid`` (exit 2) naming the file and
+    the field; the store's own errors are ``object_storage_error``."""
+    where = str(path)
+    if storage.is_remote(where):
+        with storage.store_errors(f"curate status: cannot read {where}", True, url=where):
+            try:
+                raw = storage.read(where)
+            except FileNotFoundError:
+                return None
+        return models.load(model, raw, where)
     try:
         return models.read(model, path)
     except OSError:
         return None
+
+
+# -- a path or a URL: the few questions status asks of either -------------------------
+
+
+def _join(where: str, *names: str) -> str:
+    return storage.join(where, *names) if storage.is_remote(where) \
+        else str(Path(where).joinpath(*names))
+
+
+def _is_file(path: str) -> bool:
+    with storage.store_errors(f"curate status: cannot look up {path}",
+                              storage.is_remote(path), url=path):
+        return storage.is_file_at(path)
+
+
+def _exists(path: str) -> bool:
+    """A file or a folder (on a bucket: an object, or a prefix holding objects)."""
+    if not storage.is_remote(path):
+        return Path(path).exists()
+    with storage.store_errors(f"curate status: cannot look up {path}", True, url=path):
+        return storage.exists(path)
+
+
+def _is_dir(path: str) -> bool:
+    if not storage.is_remote(path):
+        return Path(path).is_dir()
+    with storage.store_errors(f"curate status: cannot look up {path}", True, url=path):
+        return storage.isdir(path)
+
+
+def _names(folder: str) -> list[str]:
+    """Every file under ``folder`` (hidden ones too), relative, from one listing; a
+    local folder's top-level entries."""
+    if not storage.is_remote(folder):
+        path = Path(folder)
+        return [p.name for p in path.iterdir()] if path.is_dir() else []
+    with storage.store_errors(f"curate status: cannot list {folder}", True, url=folder):
+        return storage.list_files(folder) if storage.exists(folder) else []
 
 
 def _lock_holder(directory: Path) -> int | None:
@@ -115,18 +173,33 @@ def _lock_holder(directory: Path) -> int | None:
     return pid
 
 
-def _checkpoint_files(ckpt: Path) -> int:
-    """LMDB files recording finished partitions under ``<checkpoint_path>/<key>``."""
+def _checkpoint_files(ckpt: str) -> int:
+    """LMDB files recording finished partitions under ``<checkpoint_path>/<key>`` (for
+    a URL checkpoint: its mirror's writer objects)."""
+    if storage.is_remote(ckpt):
+        return sum(1 for rel in _names(ckpt)
+                   if is_writer_file(rel) and len(rel.split("/")) == 3)
     try:
-        return sum(1 for _ in ckpt.glob(f"*/{METADATA_DIRNAME}/*.mdb"))
+        return sum(1 for _ in Path(ckpt).glob(f"*/{METADATA_DIRNAME}/*.mdb"))
     except OSError:
         return 0
 
 
+def _lock_dir(spec: StepSpec, out: str, checkpoint_path: str | None) -> Path:
+    """Where a run of ``spec`` into ``out`` holds its lock on this machine: ``out``, or
+    for a URL the local copy a run here writes to (:class:`~curator.steps.base.StepRun`)."""
+    if not storage.is_remote(out):
+        return Path(out)
+    local, _ = resolve_checkpoint(checkpoint_path)
+    return storage.local_copy_dir(out, str(local) if local else None, spec.key)
+
+
 def step_status(spec: StepSpec, config: dict[str, Any]) -> StepStatus:
-    """The state of one step whose (effective or planned) config is ``config``."""
-    out = Path(str(config.get("output_dir") or ""))
-    status = StepStatus(spec.key, spec.step_id, "not_run", str(out))
+    """The state of one step whose (effective or planned) config is ``config`` (its
+    ``output_dir`` and checkpoint: paths, or URLs)."""
+    planned = str(config.get("output_dir") or "")
+    out = planned.rstrip("/") if storage.is_remote(planned) else str(Path(planned))
+    status = StepStatus(spec.key, spec.step_id, "not_run", out)
     try:
         report = spec.read_result(config)
     except CuratorError as exc:
@@ -137,9 +210,9 @@ def step_status(spec: StepSpec, config: dict[str, Any]) -> StepStatus:
             error_id=exc.error_id, message=exc.message))
     execution = config.get("execution")
     ckpt_root = execution.get("checkpoint_path") if isinstance(execution, dict) else None
-    ckpt = Path(str(ckpt_root)) / spec.key if ckpt_root else None
-    if ckpt is not None and ckpt.is_dir():
-        status.checkpoint = str(ckpt)
+    ckpt = _join(str(ckpt_root), spec.key) if ckpt_root else None
+    if ckpt is not None and _is_dir(ckpt):
+        status.checkpoint = ckpt
         status.checkpoint_files = _checkpoint_files(ckpt)
     if report is not None and report.is_complete:
         assert report.producer is not None
@@ -151,7 +224,7 @@ def step_status(spec: StepSpec, config: dict[str, Any]) -> StepStatus:
     if report is not None:
         status.error = (report.error or models.ErrorBlock(
             error_id="incomplete", message="no completed_at")).dump()
-    holder = _lock_holder(out)
+    holder = _lock_holder(_lock_dir(spec, out, str(ckpt_root) if ckpt_root else None))
     if holder is not None:
         status.state = "running"
         status.notes.append(f"its output directory is locked by process {holder}")
@@ -159,22 +232,26 @@ def step_status(spec: StepSpec, config: dict[str, Any]) -> StepStatus:
         status.state = "resumable"
     elif report is not None:
         status.state = "failed"
-    elif out.is_dir() and any(p.name != MARKER for p in out.iterdir()):
+    elif any(name != MARKER for name in _names(out)):
         status.state = "started"
     return status
 
 
-def _is_step_dir(path: Path) -> StepSpec | None:
+def _is_step_dir(path: str) -> StepSpec | None:
     """The step whose output dir ``path`` is: its completion artifact or work files."""
+    names = set(_names(path))
     for spec in STEPS:
-        config = {"output_dir": str(path)}
+        config = {"output_dir": path}
         try:
-            completion = spec.completion_path(config)
+            completion = spec.completion_location(config)
         except (KeyError, TypeError, ValueError):
             completion = None
-        if completion is not None and completion.is_file():
+        if completion is not None and _is_file(completion):
             return spec
-        if (path / f".{spec.key}-work").is_dir():
+        work = f".{spec.key}-work"
+        if storage.is_remote(path) and any(n.startswith(work + "/") for n in names):
+            return spec
+        if not storage.is_remote(path) and Path(path, work).is_dir():
             return spec
     return None
 
@@ -183,14 +260,20 @@ def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
     """The status of a flow's output root or of one step's output directory.
 
     ``flow_config``: the flow's config file, for the next command (else a placeholder).
-    Raises ``not_an_output_root`` (exit 2) for anything else."""
-    root = Path(path)
-    if not root.is_dir():
-        raise CuratorError("not_an_output_root", f"{root} is not a directory")
-    root = root.resolve()
-    plan = _read(FlowPlanFile, root / PLAN_NAME)
+    Raises ``not_an_output_root`` (exit 2) for anything else. ``path`` may be a URL
+    (module doc)."""
+    root = str(path)
+    if storage.is_remote(root):
+        root = root.rstrip("/")
+        if not _is_dir(root):
+            raise CuratorError("not_an_output_root", f"{root} holds no objects")
+    else:
+        if not Path(root).is_dir():
+            raise CuratorError("not_an_output_root", f"{root} is not a directory")
+        root = str(Path(root).resolve())
+    plan = _read(FlowPlanFile, _join(root, PLAN_NAME))
     if plan is None:
-        subdirs = [s for s in STEPS if (root / s.output_subdir).is_dir()]
+        subdirs = [s for s in STEPS if _is_dir(_join(root, s.output_subdir))]
         if not subdirs:
             spec = _is_step_dir(root)
             if spec is None:
@@ -205,13 +288,15 @@ def root_status(path: str | Path, flow_config: str | None = None) -> RootStatus:
                  or "FLOW.yaml", by_step=plan is None and not flow_config)
 
 
-def _single_step(spec: StepSpec, out: Path) -> RootStatus:
-    status = step_status(spec, {"output_dir": str(out)})
-    if status.state == "started" and (out / f".{spec.key}-work").is_dir():
+def _single_step(spec: StepSpec, out: str) -> RootStatus:
+    status = step_status(spec, {"output_dir": out})
+    work = f".{spec.key}-work"
+    if status.state == "started" and any(n == work or n.startswith(work + "/")
+                                         for n in _names(out)):
         status.state = "resumable"  # the checkpoint is where its config said: unknown here
         status.notes.append("work files of an unfinished run: rerun the same command with "
                             "the same execution.checkpoint_path to resume")
-    result = RootStatus(str(out), "step", [status])
+    result = RootStatus(out, "step", [status])
     cmd = spec.command_name
     if status.state == "finished":
         result.notes.append("finished; nothing to resume")
@@ -223,12 +308,23 @@ def _single_step(spec: StepSpec, out: Path) -> RootStatus:
     return result
 
 
-def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str,
+def _rebased(path: str, written: str, root: str) -> str:
+    """``path`` under ``root`` when it lies under ``written`` (where the flow wrote the
+    root: a root copied or moved since), else ``path``."""
+    if storage.is_remote(root) or storage.is_remote(written):
+        rel = storage.relative(path, written)
+        return _join(root, rel) if rel is not None and written != root else path
+    if Path(written) != Path(root) and Path(path).is_relative_to(written):
+        return str(Path(root) / Path(path).relative_to(written))
+    return path
+
+
+def _flow(root: str, plan: FlowPlanFile | None, flow_config: str,
           by_step: bool = False) -> RootStatus:
     planned: dict[str, PlannedStep] = {s.key: s for s in (plan.steps or [])} if plan else {}
-    report = _read(FlowReportFile, root / REPORT_NAME)
+    report = _read(FlowReportFile, _join(root, REPORT_NAME))
     reported = {s.step_id: s.status for s in (report.steps or [])} if report else {}
-    result = RootStatus(str(root), "flow", [])
+    result = RootStatus(root, "flow", [])
     if plan is None:
         result.notes.append(f"no {PLAN_NAME}: the steps' directories were read "
                             "under their default names")
@@ -236,17 +332,15 @@ def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str,
         entry = planned.get(spec.key)
         config = dict((entry.config if entry else None) or {})
         # the root's own subdir first (a moved or copied root), else the planned dir
-        out = root / spec.output_subdir
-        if not out.exists() and config.get("output_dir"):
-            out = Path(str(config["output_dir"]))
-        config["output_dir"] = str(out)
+        out = _join(root, spec.output_subdir)
+        if not _exists(out) and config.get("output_dir"):
+            out = str(config["output_dir"])
+        config["output_dir"] = out
         planned_execution = config.get("execution")
         execution = dict(planned_execution) if isinstance(planned_execution, dict) else {}
         written = str((plan.output_root if plan else None) or root)
-        ckpt = str(execution.get("checkpoint_path") or root / "checkpoints")
-        if Path(written) != root and Path(ckpt).is_relative_to(written):
-            ckpt = str(root / Path(ckpt).relative_to(written))
-        execution["checkpoint_path"] = ckpt
+        ckpt = str(execution.get("checkpoint_path") or _join(root, "checkpoints"))
+        execution["checkpoint_path"] = _rebased(ckpt, written, root)
         config["execution"] = execution
         status = step_status(spec, config)
         status.enabled = entry.enabled if entry else None
@@ -254,16 +348,19 @@ def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str,
         if status.state == "finished" and status.flow_report_status == "failed":
             status.notes.append("complete artifacts, but the last flow run reported it "
                                 "failed: its verdict failed (read its report)")
-        if status.state == "finished" and status.enabled and not (out / MARKER).is_file():
+        if status.state == "finished" and status.enabled \
+                and not _is_file(_join(status.output_dir, MARKER)):
             status.notes.append("artifacts complete but no done-marker: the flow runs it "
                                 "again (a failed verdict, or a run outside the flow)")
         result.steps.append(status)
     if report is not None:
         result.flow_status = report.status
         result.flow_error = report.error.dump() if report.error else None
+        # on a bucket: no modification times to compare (module doc)
         result.run_unfinished = (plan is not None and not plan.dry_run
-                                 and (root / PLAN_NAME).stat().st_mtime_ns
-                                 > (root / REPORT_NAME).stat().st_mtime_ns)
+                                 and not storage.is_remote(root)
+                                 and Path(root, PLAN_NAME).stat().st_mtime_ns
+                                 > Path(root, REPORT_NAME).stat().st_mtime_ns)
         if result.run_unfinished:
             result.notes.append(f"{REPORT_NAME} is older than {PLAN_NAME}: the last flow "
                                 "run has not ended (still running, paused for approval, or "
@@ -280,7 +377,7 @@ def _flow(root: Path, plan: FlowPlanFile | None, flow_config: str,
     return result
 
 
-def _next_by_step(result: RootStatus, root: Path) -> None:
+def _next_by_step(result: RootStatus, root: str) -> None:
     """A root built one ``curate <step>`` at a time (no ``flow_plan.json``, no flow config
     named): the next commands are the steps' own, by their CLI verb (``curate
     decontaminate``), never a flow config that does not exist."""
@@ -304,11 +401,11 @@ def _next_by_step(result: RootStatus, root: Path) -> None:
         result.notes.append("every step run here finished")
         return
     spec = specs[later[0].key]
-    found = {o.port.name: o for o in offers_at_root(root, None, {})}
+    found = {o.port.name: o for o in offers_at_root(Path(root), None, _layout(root, {}))}
     candidates = found.get("candidates")
-    policy = root / "policy" / "approved_policy.yaml"
+    policy = _join(root, "policy", "approved_policy.yaml")
     if spec.applies_policy and candidates is not None and \
-            Path(str(candidates.value)).is_file() and not policy.is_file():
+            _is_file(str(candidates.value)) and not _is_file(policy):
         result.waiting_for_approval = True
         result.next_commands.append(
             f"curate approve --candidate {candidates.value} --out {policy} --approver NAME "
@@ -318,7 +415,19 @@ def _next_by_step(result: RootStatus, root: Path) -> None:
         f"with output_root: {root} runs every step left: curate flow --config FLOW.yaml)")
 
 
-def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
+def _layout(root: str, configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``configs`` with every step's ``output_dir`` set (its planned dir, else the
+    default ``<root>/<output_subdir>``: a URL root is no local path to join)."""
+    placed = {}
+    for spec in STEPS:
+        config = dict(configs.get(spec.key) or {})
+        config.setdefault("output_dir", None)
+        config["output_dir"] = config["output_dir"] or _join(root, spec.output_subdir)
+        placed[spec.key] = config
+    return placed
+
+
+def _next(result: RootStatus, root: str, plan: FlowPlanFile | None,
           report: FlowReportFile | None, flow_config: str) -> None:
     rerun = f"curate flow --config {flow_config}"
     steps = {s.key: s for s in result.steps}
@@ -335,21 +444,23 @@ def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
     artifacts = (plan.artifacts if plan else None) or {}
     # the candidate and its summary: where the step that provides them put them
     configs = {p.key: p.config or {} for p in (plan.steps or [])} if plan else {}
-    found = {o.port.name: o for o in offers_at_root(root, None, configs)}
+    found = {o.port.name: o for o in offers_at_root(Path(root), None, _layout(root, configs))}
     offered = found.get("candidates")
-    candidates = Path(str(artifacts.get("candidates")
-                          or (offered.value if offered else root / "candidate_policies.yaml")))
-    summary = found["summary"].value if "summary" in found else candidates.parent
-    policy = Path(str(artifacts.get("approved_policy")
-                      or root / "policy" / "approved_policy.yaml"))
+    candidates = str(artifacts.get("candidates")
+                     or (offered.value if offered else _join(root, "candidate_policies.yaml")))
+    summary = found["summary"].value if "summary" in found else (
+        storage.parent(candidates) if storage.is_remote(candidates)
+        else str(Path(candidates).parent))
+    policy = str(artifacts.get("approved_policy")
+                 or _join(root, "policy", "approved_policy.yaml"))
     appliers = [spec for spec in STEPS if spec.applies_policy]
     policy_step = steps[appliers[0].key] if appliers else None
     profiled = offered is not None and offered.step in steps \
         and steps[offered.step].state == "finished"
     flow_error = report.error if report is not None else None
     error_id = flow_error.error_id if flow_error is not None else None
-    if profiled and candidates.is_file() and not policy.is_file() and policy_step is not None \
-            and policy_step.state != "finished":
+    if profiled and _is_file(candidates) and not _is_file(policy) \
+            and policy_step is not None and policy_step.state != "finished":
         result.waiting_for_approval = True
         if result.run_unfinished and policy_step.enabled:
             result.notes.append("if the flow runs with approve.interactive, it is paused: "
@@ -380,8 +491,8 @@ def _next(result: RootStatus, root: Path, plan: FlowPlanFile | None,
         return
     if report is not None and report.status == "ok":
         result.notes.append("the flow finished: every enabled step is done")
-        page = root / "report.html"
-        if page.is_file():
+        page = _join(root, "report.html")
+        if _is_file(page):
             result.notes.append(f"the run on one page: {page}")
         later = [s.key for s in result.steps if not s.enabled and s.state == "not_run"]
         if later:

@@ -9,6 +9,11 @@ one is still listed, with its artifacts.
 A missing, unreadable or malformed step artifact is reported as such (naming the file
 and the field), never raised; a malformed ``flow_plan.json`` or ``flow_report.json``
 is ``artifact_invalid``.
+
+A flow whose ``output_root`` is a URL writes the report in the root's local copy, which
+holds the flow's own files only: a step whose planned ``output_dir`` is a URL (and is
+not under the given root) is read from the bucket: its completion artifact (one GET)
+and, for the artifacts section, one listing of its prefix.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import yaml
 
 from curator import models
 from curator.errors import CuratorError
+from curator.io import storage
 from curator.models import (
     CompletionArtifact,
     FlowPlanFile,
@@ -44,6 +50,7 @@ class StepArtifacts:
     artifact: CompletionArtifact | None  # the completion artifact, when readable
     problem: str | None  # why there is none, or why it is incomplete
     flow_status: str | None  # the last flow_report.json's status for it
+    url: str | None = None  # its output dir when that is a URL (output_dir: not on disk)
 
     @property
     def key(self) -> str:
@@ -74,10 +81,20 @@ class RunArtifacts:
     funnel: list[FunnelRow]
     tiers: list[FunnelRow]
 
+    @property
+    def url(self) -> str | None:
+        """The output root's URL when the run wrote to object storage (``root`` is then
+        its local copy: the flow's own files)."""
+        written = (self.flow.output_root if self.flow else None) \
+            or (self.plan.output_root if self.plan else None)
+        return written.rstrip("/") if written and storage.is_remote(written) else None
+
     def local(self, path: str | Path) -> Path:
         """``path`` under this root when an artifact names it under the root the run
         wrote to (a copied or moved root); else ``path``."""
         p = Path(path)
+        if self.url is not None:
+            return p
         written = Path((self.flow.output_root if self.flow else None)
                        or (self.plan.output_root if self.plan else None) or self.root)
         if written != self.root and p.is_relative_to(written):
@@ -101,6 +118,29 @@ def read_artifact(spec: StepSpec, path: Path) -> tuple[CompletionArtifact | None
         return None, f"{exc.error_id}: {exc.message}"
 
 
+def _read_remote(spec: StepSpec, config: dict[str, Any]
+                 ) -> tuple[CompletionArtifact | None, str | None]:
+    """:func:`read_artifact` of a step whose output dir is a URL (the store's own errors
+    are reported, never raised)."""
+    where = spec.completion_location(config)
+    try:
+        artifact = spec.read_result(config)
+    except CuratorError as exc:
+        return None, f"{exc.error_id}: {exc.message}"
+    if artifact is None:
+        return None, f"{Path(str(where)).name} absent" if where else "no completion artifact"
+    return artifact, _incomplete(artifact, None)
+
+
+def _incomplete(artifact: CompletionArtifact | None, problem: str | None) -> str | None:
+    """Why a step's artifact is incomplete (its error), else ``problem``."""
+    if artifact is not None and not artifact.is_complete:
+        err = artifact.error
+        return (f"incomplete: {err.error_id} {err.message}" if err is not None
+                else "incomplete: not completed ")
+    return problem
+
+
 def _read_flow_file(model: type[_M], path: Path) -> _M | None:
     """``flow_plan.json`` or ``flow_report.json``: ``None`` when absent or unreadable;
     malformed is ``artifact_invalid`` (the page could not say which steps ran)."""
@@ -122,8 +162,14 @@ def collect(root: str | Path) -> RunArtifacts:
         config = dict(configs.get(spec.key) or {})
         # the root's own subdir first (a copied or moved root), else the planned dir
         out = root / spec.output_subdir
-        if not out.exists() and config.get("output_dir"):
-            out = Path(str(config["output_dir"]))
+        planned = str(config.get("output_dir") or "")
+        if not out.exists() and storage.is_remote(planned):  # on a bucket
+            artifact, problem = _read_remote(spec, config)
+            steps.append(StepArtifacts(spec, config, out, None, artifact, problem,
+                                       statuses.get(spec.step_id), url=planned.rstrip("/")))
+            continue
+        if not out.exists() and planned:
+            out = Path(planned)
         config["output_dir"] = str(out)
         try:
             completion = spec.completion_path(config)
@@ -131,11 +177,8 @@ def collect(root: str | Path) -> RunArtifacts:
             completion = None
         artifact, problem = (read_artifact(spec, completion) if completion
                              else (None, "no completion artifact"))
-        if artifact is not None and not artifact.is_complete:
-            err = artifact.error
-            problem = (f"incomplete: {err.error_id} {err.message}" if err is not None
-                       else "incomplete: not completed ")
-        steps.append(StepArtifacts(spec, config, out, completion, artifact, problem,
+        steps.append(StepArtifacts(spec, config, out, completion, artifact,
+                                   _incomplete(artifact, problem),
                                    statuses.get(spec.step_id)))
     artifacts = (flow.artifacts if flow else None) or (plan.artifacts if plan else None) or {}
     policy_path = root / "policy" / "approved_policy.yaml"

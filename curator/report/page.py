@@ -7,6 +7,9 @@ string from the data is escaped by the template, and only the charts of
 number enter as :class:`~markupsafe.Markup`. Self-contained: inline CSS, inline SVG
 (and the subset's PNG inlined as base64), no script, no network; links are relative to
 the output root (percent-encoded), so the root can be moved or copied with its report.
+A root on object storage (:attr:`RunArtifacts.url`): the page goes up beside the
+steps' prefixes, and links to their objects are relative to the root's URL too (they
+work wherever the bucket is synced or served); each step's folder is one listing.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import jinja2
 import jinja2.ext
 from markupsafe import Markup
 
+from curator.errors import CuratorError
+from curator.io import shared, storage
 from curator.io.writers import write_atomic
 from curator.models import (
     ArtifactModel,
@@ -159,7 +164,8 @@ class Folder:
     exists: bool
     items: list[Link] = field(default_factory=list)
     more: tuple[int, Link] | None = None  # files beyond MAX_FILES, and the dir's link
-    shards: tuple[Link, int] | None = None  # the part_* shards' link, their bytes
+    #: the part_* shards' link, their bytes (None: not summed, on a bucket)
+    shards: tuple[Link, int | None] | None = None
 
 
 class View:
@@ -169,10 +175,21 @@ class View:
         self.run = run
 
     def link(self, path: Path | str, text: str | None = None) -> Link:
+        if isinstance(path, str) and storage.is_remote(path):
+            return self.url_link(path, text)
         p = self.run.local(path)
         rel = os.path.relpath(p, self.run.root)
         href = quote(rel.replace(os.sep, "/")) + ("/" if p.is_dir() else "")
         return Link(href, text or rel)
+
+    def url_link(self, url: str, text: str | None = None, folder: bool = False) -> Link:
+        """An object (or a prefix: ``folder``) as a link relative to the root's URL;
+        an object elsewhere as its URL."""
+        base = self.run.url
+        rel = storage.relative(url.rstrip("/"), base) if base else None
+        if rel is None:
+            return Link(url, text or url)
+        return Link(quote(rel) + ("/" if folder else ""), text or rel)
 
     def artifact(self, key: str, model: type[_A]) -> _A | None:
         """Step ``key``'s typed completion artifact, when it has one with any keys."""
@@ -185,7 +202,8 @@ class View:
         status = flow.status if flow else None
         err = flow.error if flow else None
         return {
-            "root": str(self.run.root), "flow": bool(flow and flow.dump()), "status": status,
+            "root": self.run.url or str(self.run.root), "flow": bool(flow and flow.dump()),
+            "status": status,
             "status_class": "ok" if status == "ok" else "bad" if status else "muted",
             "started": flow.started_at if flow else None,
             "finished": flow.completed_at if flow else None,
@@ -206,6 +224,9 @@ class View:
             else:
                 state, text = "bad", s.problem or "incomplete"
             file = self.link(s.completion) if s.completion and s.completion.is_file() else None
+            where = s.spec.completion_location(s.config) if s.url else None
+            if where is not None and s.artifact is not None:  # read from the bucket
+                file = self.url_link(where)
             rows.append(StepRow(s.spec.step_id, s.flow_status or None, state, text, file,
                                 (s.summary() or "").split("\n")))
         return {"rows": rows}
@@ -252,7 +273,7 @@ class View:
                 gates = list(dict.fromkeys([*(manifest.gates or []), *filtered]))
                 view["gates"] = Counts([(str(g), filtered.get(g, 0)) for g in gates],
                                        max([*filtered.values(), 1]), n_in)
-                view["rejected"] = self.link(Path(manifest.rejected_dir))
+                view["rejected"] = self.link(_path(manifest.rejected_dir))
         report = self.artifact("decontamination", DecontaminationReport)
         if report is not None:
             res = report.result
@@ -335,7 +356,7 @@ class View:
             return {"report": False}
         unit = str(report.unit or "tokens")
         tiers = report.tiers or []
-        rows = [Tier(self.link(Path(str(t.output)), Path(str(t.output)).name),
+        rows = [Tier(self.link(_path(str(t.output)), Path(str(t.output)).name),
                      t.budget, t.document_count, t.achieved_tokens,
                      t.token_shortfall, len(t.strata_exhausted or []))
                 for t in tiers]
@@ -352,14 +373,36 @@ class View:
                         [(t.per_stratum_tokens.get(key, 0) if t.per_stratum_tokens else 0, a)
                          for t, a in zip(tiers, achieved, strict=True)])
                 for key, s in ordered]}
-        picture = step.output_dir / "tier_shares.png"
-        png = None
-        if picture.is_file() and picture.stat().st_size < 2_000_000:
-            png = base64.b64encode(picture.read_bytes()).decode("ascii")
+        png = _picture(step.url, step.output_dir, "tier_shares.png")
         return {"report": True, "unit": unit, "tiers": rows, "strata": strata_view, "png": png,
                 "nesting": report.nesting_verified,
                 "interpretation": report.interpretation or "",
                 "warnings": [(w.id, w.message) for w in report.warnings or []]}
+
+    def remote_folder(self, step_id: str, url: str) -> Folder:
+        """A step's output prefix on the bucket, from one listing (no sizes: the shards'
+        bytes are not summed, their count is given)."""
+        try:
+            with storage.store_errors(f"cannot list {url}", True, url=url):
+                names = storage.list_files(url) if storage.exists(url) else []
+        except CuratorError:
+            return Folder(step_id, self.url_link(url, folder=True), True)
+        visible = [n for n in names if not any(p.startswith(".") for p in n.split("/"))]
+        if not visible:
+            return Folder(step_id, None, False)
+        view = Folder(step_id, self.url_link(url, folder=True), True)
+        tops = sorted({n.split("/")[0] + ("/" if "/" in n else "") for n in visible},
+                      key=lambda n: (n.endswith("/"), n))
+        shards = [n for n in tops if n.startswith("part_") and not n.endswith("/")]
+        rest = [n for n in tops if n not in shards]
+        view.items = [self.url_link(storage.join(url, n), n, folder=n.endswith("/"))
+                      for n in rest[:MAX_FILES]]
+        if len(rest) > MAX_FILES:
+            view.more = (len(rest) - MAX_FILES, self.url_link(url, folder=True))
+        if shards:
+            view.shards = (self.url_link(url, f"{len(shards)} shards part_*", folder=True),
+                           None)
+        return view
 
     def folder(self, step_id: str, folder: Path) -> Folder:
         if not folder.is_dir():
@@ -384,7 +427,30 @@ class View:
                 for name in ("flow_plan.json", "flow_report.json")]
         policy = self.link(run.policy_path) if run.policy_path.is_file() else None
         return {"flow": flow, "policy": policy,
-                "folders": [self.folder(s.spec.step_id, s.output_dir) for s in run.steps]}
+                "folders": [self.remote_folder(s.spec.step_id, s.url) if s.url
+                            else self.folder(s.spec.step_id, s.output_dir)
+                            for s in run.steps]}
+
+
+def _path(value: str) -> Path | str:
+    """A path an artifact names: a URL stays a string (a ``Path`` would fold ``//``)."""
+    return value if storage.is_remote(value) else Path(value)
+
+
+def _picture(url: str | None, folder: Path, name: str) -> str | None:
+    """A small PNG of a step's output dir (a file, or an object: one GET) as base64."""
+    try:
+        if url is not None:
+            where = storage.join(url, name)
+            with storage.store_errors(f"cannot read {where}", True, url=where):
+                data = storage.read(where) if storage.size(where) < 2_000_000 else None
+        else:
+            picture = folder / name
+            data = picture.read_bytes() if picture.is_file() \
+                and picture.stat().st_size < 2_000_000 else None
+    except (OSError, CuratorError):
+        return None
+    return base64.b64encode(data).decode("ascii") if data is not None else None
 
 
 def build_html(run: RunArtifacts | str | Path) -> str:
@@ -392,18 +458,49 @@ def build_html(run: RunArtifacts | str | Path) -> str:
     if not isinstance(run, RunArtifacts):
         run = collect(run)
     view = View(run)
+    title = run.url.rsplit("/", 1)[-1] if run.url else run.root.name
     return _ENV.get_template("report.html").render(
-        title=run.root.name, header=view.header(), steps=view.steps(), funnel=view.funnel(),
+        title=title, header=view.header(), steps=view.steps(), funnel=view.funnel(),
         removals=view.removals(), profile=view.profile(), audit=view.audit(),
         tiers=view.tiers(), artifacts=view.artifacts())
 
 
-def write_report(root: str | Path) -> Path:
-    """Write ``<root>/report.html`` atomically; return its path."""
+def write_report(root: str | Path) -> Path | str:
+    """Write ``<root>/report.html`` atomically; return its path. ``root`` may be the
+    URL of a root ``curate flow`` wrote on object storage (a string): the page is built
+    from its flow files, fetched to a temporary directory, and put beside them."""
+    if isinstance(root, str) and storage.is_remote(root):
+        return _write_remote(root.rstrip("/"))
     root = Path(root)
     path = root / REPORT_NAME
     write_atomic(path, build_html(root))
     return path
+
+
+#: the flow's own files of a root on object storage, what the page reads besides the
+#: steps' objects
+_FLOW_FILES = ("flow_plan.json", "flow_report.json", "policy/approved_policy.yaml")
+
+
+def _write_remote(url: str) -> str:
+    """``report.html`` of a bucket root (:func:`write_report`); returns its URL."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="curate-report-") as tmp:
+        local = Path(tmp).absolute()
+        for name in _FLOW_FILES:
+            where = storage.join(url, name)
+            with storage.store_errors(f"curate report: cannot fetch {where}", True, url=where):
+                if storage.isfile(where):
+                    (local / name).parent.mkdir(parents=True, exist_ok=True)
+                    storage.get_file(where, local / name)
+        if not (local / "flow_plan.json").is_file():
+            raise CuratorError("output_root_missing",
+                               f"{url} holds no flow_plan.json: curate report reads a root "
+                               "on object storage that curate flow wrote")
+        with shared.driving(shared.SharedArea(str(local), url)):  # the page goes up
+            write_atomic(local / REPORT_NAME, build_html(local))
+    return storage.join(url, REPORT_NAME)
 
 
 __all__ = ["REPORT_NAME", "build_html", "write_report"]

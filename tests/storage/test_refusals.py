@@ -1,8 +1,8 @@
 """Keys that cannot name object storage refuse a URL up front, naming the step and the
 key (``object_storage_unsupported``), in the step's preflight (so in a flow's preflight
-too) and again when it runs, before anything is written; so does a flow whose
-output_root is a URL. The keys that can take a URL pass preflight. No server is needed:
-nothing is read or written."""
+too) and again when it runs, before anything is written. The keys that can take a URL
+pass preflight, and a flow plans a URL output_root. No server is needed: nothing is
+read or written on a bucket."""
 
 from __future__ import annotations
 
@@ -71,12 +71,27 @@ def test_every_step_accepts_urls_where_it_can(step: str) -> None:
     assert "object_storage_unsupported" not in problems, problems
 
 
-def test_a_flow_refuses_an_output_root_on_object_storage(tmp_path: Path) -> None:
-    plan = plan_flow(FlowConfig(output_root=URL, corpus={"input": str(tmp_path)},
+def test_a_flow_plans_an_output_root_on_object_storage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URL output_root is planned, not refused (tests/storage/test_flow_s3.py runs it):
+    each step's output dir, the artifacts and the checkpoint under the URL; the approved
+    policy a file of the root's local copy, named by its URL in flow_plan.json. fsspec's
+    in-memory store: no server, and nothing is there (no step is done)."""
+    monkeypatch.setenv("CURATE_OUTPUT_COPY_DIR", str(tmp_path / "copies"))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"text": "x"}\n')
+    url = "memory://bucket/run"
+    plan = plan_flow(FlowConfig(output_root=url + "/", corpus={"input": str(tmp_path / "in")},
                                 steps={"ingest": {"enabled": True}}))
-    ids = [error_id for error_id, _ in plan.problems]
-    assert "object_storage_unsupported" in ids
-    assert "output_root" in dict(plan.problems)["object_storage_unsupported"]
+    assert plan.problems == []
+    assert plan.root_url == url and plan.root.is_relative_to(tmp_path / "copies")
+    assert plan.step("ingest").config["output_dir"] == f"{url}/ingested"
+    assert plan.step("ingest").config["execution"]["checkpoint_path"] == f"{url}/checkpoints"
+    assert plan.artifacts["candidates"] == f"{url}/profile/candidate_policies.yaml"
+    assert plan.artifacts["approved_policy"] == str(plan.root / "policy/approved_policy.yaml")
+    written = plan.to_json(dry_run=True)
+    assert written["output_root"] == url
+    assert written["artifacts"]["approved_policy"] == f"{url}/policy/approved_policy.yaml"
 
 
 def test_a_refused_key_is_refused_when_it_runs_too(tmp_path: Path) -> None:
