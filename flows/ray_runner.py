@@ -49,12 +49,11 @@ from prefect.utilities.asyncutils import run_coro_as_sync
 from prefect_ray.context import remote_options
 from prefect_ray.task_runners import RayTaskRunner
 
-from curator.artifacts import write_json_atomic
 from curator.config import _deep_merge, parse_overrides
 from curator.errors import CuratorError
 from curator.execution import UnitResult, WorkerChain, run_unit
 from curator.flow.plan import FlowPlan, StepPlan
-from curator.flow.run import run_flow, start_flow
+from curator.flow.run import run_flow, start_flow, write_plan
 from curator.steps.registry import STEPS
 from curator.steps.spec import StepSpec
 from curator.tasks import Task
@@ -64,6 +63,7 @@ from executors.ray import (
     _keep_local_ray_on_loopback,
     outside_the_working_directory,
 )
+from flows.credentials import storage_environment
 from flows.pipeline_flow import _PrefectHooks
 from flows.step_config import step_config
 from flows.steps import make_step_flow
@@ -129,9 +129,9 @@ class PrefectRayExecutor(RayExecutor):
     """
 
     def __init__(self, step: str, address: str | None = None, workers: int | None = None,
-                 cpus_per_partition: float | None = None) -> None:
+                 cpus_per_partition: float | None = None, max_attempts: int = 3) -> None:
         super().__init__(address=address, workers=workers,
-                         cpus_per_partition=cpus_per_partition)
+                         cpus_per_partition=cpus_per_partition, max_attempts=max_attempts)
         self.step = step
         self._prefix = "partition"
         self._placement: collections.Counter[tuple[str, str, str]] = collections.Counter()
@@ -200,7 +200,8 @@ def ray_step_executor(spec: StepSpec, cfg: Any) -> PrefectRayExecutor:
             f"curate-{spec.key} on prefect-ray's RayTaskRunner runs partitions on Ray, but "
             f"the config says execution.executor={ex.executor!r}: set execution.executor=ray "
             f"(overrides=['execution.executor=ray']), or use flows.steps:{spec.key}_flow.")
-    return PrefectRayExecutor(spec.key, address=ex.ray_address, workers=ex.workers)
+    return PrefectRayExecutor(spec.key, address=ex.ray_address, workers=ex.workers,
+                              max_attempts=ex.max_attempts)
 
 
 def make_ray_step_flow(spec: StepSpec,
@@ -271,18 +272,22 @@ class _RayHooks(_PrefectHooks):
 @flow(name="curate-flow", task_runner=CurateRayTaskRunner(), validate_parameters=False,
       persist_result=False)
 def curate_flow(config: str | dict[str, Any], plan: bool = False,
-                overrides: list[str] | None = None) -> dict[str, Any]:
+                overrides: list[str] | None = None,
+                storage_credentials: str | None = None) -> dict[str, Any]:
     """``curate flow`` on prefect-ray's RayTaskRunner: the enabled steps in order, each a
     subflow on the cluster this run's runner connected (``RAY_ADDRESS``, else a small
     local Ray). ``overrides``: ``execution.<key>=<value>`` for every step (the
     deployment's ``execution.executor=ray``); any step whose executor is not ray is
-    refused before the first step runs (``task_runner_mismatch``)."""
+    refused before the first step runs (``task_runner_mismatch``).
+    ``storage_credentials``: a Secret block's object-store variables for this process
+    (flows/credentials.py); the Ray nodes keep their own environment (docs/cluster.md)."""
     logger = get_run_logger()
-    fplan = start_flow(config, plan, logger)
-    apply_execution_overrides(fplan, overrides)
-    if overrides:  # the plan on disk says what runs
-        write_json_atomic(fplan.root / "flow_plan.json", fplan.to_json(dry_run=plan))
-    if plan:
-        return fplan.to_json(dry_run=True)
-    refuse_other_executors(fplan)
-    return run_flow(fplan, _RayHooks(), logger)
+    with storage_environment(storage_credentials):
+        fplan = start_flow(config, plan, logger)
+        apply_execution_overrides(fplan, overrides)
+        if overrides:  # the plan on disk says what runs
+            write_plan(fplan, dry_run=plan)  # a URL root's object too
+        if plan:
+            return fplan.to_json(dry_run=True)
+        refuse_other_executors(fplan)
+        return run_flow(fplan, _RayHooks(), logger)
