@@ -3,7 +3,6 @@ rendering for people (the summary, the signals table, one CLI line)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,14 +41,14 @@ def render(report: ProfileReport) -> Rendering:
     if corpus is None or sampling is None or producer is None or report.signals is None \
             or producer.output_dir is None:
         raise ValueError("a profile report without its corpus")  # shown as failed, alone
-    out = Path(producer.output_dir)
+    out = producer.output_dir.rstrip("/")  # a local folder or a URL (never a Path of one)
     summary = (
         f"profile: {corpus.document_count} documents in {corpus.source_count} sources, "
         f"{sampling.sampled} sampled, {len(report.signals)} signals; "
         f"fingerprint {corpus.fingerprint}\n"
-        f"  summary    {out / 'profile_summary.md'}\n"
-        f"  candidates {out / 'candidate_policies.yaml'}  (approve with `curate approve`)\n"
-        f"  report     {out / 'profile_report.json'}"
+        f"  summary    {out}/profile_summary.md\n"
+        f"  candidates {out}/candidate_policies.yaml  (approve with `curate approve`)\n"
+        f"  report     {out}/profile_report.json"
     )
     # profile_summary.md, rendered from the report as written (curator/profile/summary.py)
     return Rendering(render_summary(report), {"signals": signal_rows(report)}, summary)

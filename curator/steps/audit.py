@@ -440,7 +440,7 @@ def _derive(flow: FlowContext) -> dict[str, Any]:
     out = offer.config.get("output_dir") or flow.root / offer.spec.output_subdir
 
     def existing(path: str | None) -> str | None:
-        return path if path is not None and (offer.enabled or Path(path).is_file()) else None
+        return path if path is not None and (offer.enabled or storage.is_file_at(path)) else None
 
     reference = offer.locate("manifest_input") or CorpusView(None)
     return {"target_glob": str(out), "declared_manifest": existing(offer.value),
