@@ -65,6 +65,8 @@ MODEST: dict[str, list[str]] = {
     "storage_s3": ["--mb", "16", "--files", "4", "--repeat", "1"],
     # the profile's 46 plots, fixed margins against tight_layout, one repetition
     "profile_plots": ["--docs", "100", "--repeat", "1"],
+    # the six steps on the shared-nothing test cluster, 5 MB (needs root: else skipped)
+    "cluster_driver_io": ["--mb", "5"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -172,6 +174,14 @@ def verdict(name: str, full: bool = False) -> str:
         return (f"profile plots (no target; docs/profile.md): {doc['pngs']} PNGs "
                 f"{fixed['cpu_s']:.1f} CPU s, {tight['cpu_s'] / fixed['cpu_s']:.2f}x that "
                 f"with tight_layout")
+    if name == "cluster_driver_io":
+        if "skipped" in doc:
+            return f"cluster driver I/O: skipped ({doc['skipped']})"
+        shares = {k: r["share"] for k, r in doc["cluster"].items() if "share" in r}
+        worst = max(shares, key=shares.__getitem__)
+        met = not doc["over_target"] and len(shares) == 6
+        return (f"driver moves <= 1% of each step's input: worst {worst} "
+                f"{shares[worst]:.1%} ({'met' if met else 'NOT met'})")
     return "?"
 
 
