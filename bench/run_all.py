@@ -67,6 +67,8 @@ MODEST: dict[str, list[str]] = {
     "profile_plots": ["--docs", "100", "--repeat", "1"],
     # the six steps on the shared-nothing test cluster, 5 MB (needs root: else skipped)
     "cluster_driver_io": ["--mb", "5"],
+    # the checkpoint mirror's push and restore, 1,000 and 10,000 partitions, once each
+    "checkpoint_mirror": ["--sizes", "1000", "10000", "--repeat", "1"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -174,6 +176,11 @@ def verdict(name: str, full: bool = False) -> str:
         return (f"profile plots (no target; docs/profile.md): {doc['pngs']} PNGs "
                 f"{fixed['cpu_s']:.1f} CPU s, {tight['cpu_s'] / fixed['cpu_s']:.2f}x that "
                 f"with tight_layout")
+    if name == "checkpoint_mirror":
+        big = max(doc["rows"], key=lambda r: r["partitions"])
+        return (f"checkpoint mirror at {big['partitions']} partitions: copy "
+                f"{big['copy_ms']} ms under the lock, put {big['put_ms']} ms, restore "
+                f"{big['restore_ms']} ms")
     if name == "cluster_driver_io":
         if "skipped" in doc:
             return f"cluster driver I/O: skipped ({doc['skipped']})"
