@@ -103,11 +103,24 @@ def hide_script(keep: Sequence[str] = (), strictatime: bool = False) -> str:
     return "\n".join(lines)
 
 
+def code_paths() -> list[str]:
+    """The checkout and the interpreter's environments where a hidden folder covers them
+    (a checkout under /tmp, as CI's fresh clone with its venv): kept visible on every
+    node, as the code of a real node is. The smallest set: none inside another."""
+    kept: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in (REPO, sys.prefix, sys.base_prefix)}):
+        hidden = any(path == h or path.startswith(h.rstrip("/") + "/") for h in HIDDEN)
+        if hidden and not any(path == k or path.startswith(k + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
 def in_fresh_namespace(argv: Sequence[str], keep: Sequence[str] = (),
                        strictatime: bool = False) -> list[str]:
-    """``argv`` run in a private mount namespace with :data:`HIDDEN` empty (same pid)."""
+    """``argv`` run in a private mount namespace with :data:`HIDDEN` empty (same pid);
+    the code (:func:`code_paths`) and ``keep`` stay visible."""
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-            hide_script(keep, strictatime), "sh", *argv]
+            hide_script([*code_paths(), *keep], strictatime), "sh", *argv]
 
 
 @dataclass

@@ -57,11 +57,16 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
                    timeout=120)
     python = root / "bin" / "python"
+    # without the session's PYTHONPATH (the checkout, whose corpus_curator.egg-info pip
+    # would take for an installed copy and skip the install: seen in a fresh clone)
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-                    "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True,
-                   timeout=300)
+                    "--no-deps", "--no-index", "--ignore-installed", str(wheel)], check=True,
+                   capture_output=True, timeout=300, env=clean)
     purelib = Path(_run([str(python), "-c", "import sysconfig; "
-                         "print(sysconfig.get_paths()['purelib'])"], root).stdout.strip())
+                         "print(sysconfig.get_paths()['purelib'])"], root, clean).stdout.strip())
+    assert (purelib / "curator" / "__init__.py").is_file(), "the wheel was not installed"
     deps = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
     (purelib / "_deps_from_the_test_venv.pth").write_text("".join(f"{p}\n" for p in deps))
     return root

@@ -335,8 +335,8 @@ def test_a_driver_killed_mid_run_is_resumed_by_a_new_node_from_the_mirror(
     mirrored = union_of(writer_objects(s3_server, bucket), tmp_path / "at-kill")
     local1 = local_checkpoint_dir(ckpt).name
     recorded = set()
-    for path in (tmp_path / "scratch1" / local1).rglob("*.mdb"):
-        recorded |= read_checkpoint_file(path)[0]
+    for path in (tmp_path / "scratch1" / local1).rglob(f"{METADATA_DIRNAME}/*.mdb"):
+        recorded |= read_checkpoint_file(path)[0]  # the writer files, not a push's snapshot
     assert mirrored and mirrored <= recorded <= set(first)
     recent = {s for s, t in first.items() if t >= killed_at - interval - slack}
     assert set(first) - recent, "the kill came too early to tell a mirror from none"
