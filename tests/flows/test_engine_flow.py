@@ -51,6 +51,8 @@ def _pipeline(inp: Path, out: Path, fail_on: str = "") -> Pipeline:
 async def _runs(flow_name: str):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
         FlowFilter,
         FlowFilterName,
         FlowRunFilter,
@@ -66,8 +68,10 @@ async def _runs(flow_name: str):
             task_runs = await client.read_task_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fr.id]))
             )
-            artifacts = await client.read_artifacts()
-            out.append((fr, task_runs, [a for a in artifacts if a.flow_run_id == fr.id]))
+            artifacts = await client.read_artifacts(  # this run's: the server pages at 200
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[fr.id]))
+            )
+            out.append((fr, task_runs, artifacts))
         return out
 
 

@@ -306,10 +306,16 @@ def _everything_prefect_recorded() -> list[str]:
     from prefect.logging.handlers import APILogWorker
 
     APILogWorker.drain_all(timeout=10)
+    texts: list[str] = []
     with get_client(sync_client=True) as client:
-        texts = [log.message for log in client.read_logs()]
-        texts += [json.dumps(run.model_dump(mode="json")) for run in client.read_flow_runs()]
-        texts += [json.dumps(a.model_dump(mode="json")) for a in client.read_artifacts()]
+        # the server answers at most 200 rows a call: page through all of them
+        for read, show in ((client.read_logs, lambda r: r.message),
+                           (client.read_flow_runs, lambda r: json.dumps(r.model_dump(mode="json"))),
+                           (client.read_artifacts, lambda r: json.dumps(r.model_dump(mode="json")))):
+            offset = 0
+            while rows := read(limit=200, offset=offset):
+                texts += [show(row) for row in rows]
+                offset += len(rows)
     return texts
 
 
