@@ -98,6 +98,9 @@ class ExecutionConfig(ConfigBlock):
     max_attempts: Int64 = Field(3, ge=1, description=(
         "ray: runs of a partition whose worker or node is lost (1: no retry); a partition's "
         "own error is never retried"))
+    exchange_buckets: Int64 | None = Field(None, ge=1, description=(
+        "buckets of a step's exchange (default: one per 128 MB of input, up to 4096); "
+        "the output is the same for any count"))
 
 
 class TokenizerRef(ConfigBlock):

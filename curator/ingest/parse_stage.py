@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curator.corpus.formats import is_parquet
 from curator.corpus.reading import UTF8_BOM, iter_parquet_rows, map_lines, parquet_column_names
+from curator.exchange import Exchange
+from curator.ingest.dedup import claim_rows, exchange_rows
 from curator.ingest.records import IdentitySpec, PartitionRecords, parse_jsonl
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
@@ -53,13 +56,17 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     Writes ``<staging_dir>/<source>.jsonl`` (the accepted records' output lines, in
     input order), ``<staging_dir>/<source>.parquet`` (their ids, positions and where
     each line ends in that file) and ``<rejected_dir>/<source>.jsonl`` (one line per
-    rejected record, with a reason).
+    rejected record, with a reason). Sends each accepted record's id and position
+    through the ``ids`` exchange, and in ``suffix`` mode its claim through ``claims``
+    (:mod:`curator.ingest.dedup`).
     """
 
     spec: IdentitySpec
     file_index: dict[str, int]
     staging_dir: str
     rejected_dir: str
+    ids: Exchange | None = None
+    claims: Exchange | None = None
     name: str = "ingest_parse"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -69,7 +76,13 @@ class ParseStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             records = PartitionRecords(self.spec, lines=lines)
             for path in task.data:
                 self._read(path, task, records)
-        write_atomic(staging, staging_bytes(records.table()))
+        table = records.table()
+        write_atomic(staging, staging_bytes(table))
+        if self.ids is not None:
+            sent = exchange_rows(pl.from_arrow(table), sid)  # type: ignore[arg-type]
+            self.ids.write(sid, sent, "id")
+            if self.claims is not None:
+                self.claims.write(sid, claim_rows(sent["id"]), "base")
         write_jsonl_atomic(Path(self.rejected_dir) / f"{sid}.jsonl", records.rejections)
         for key, value in records.counts.items():
             self.stat_update(key, value)

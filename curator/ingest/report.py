@@ -49,8 +49,7 @@ def count_documents(stats: dict[str, float], dedup: DedupResult) -> dict[str, in
         return int(stats.get(f"ingest_parse.{key}", 0))
 
     accepted = get("accepted")
-    dropped = dedup.duplicate_ids if not dedup.decisions.is_empty() and \
-        (dedup.decisions["action"] == "drop").any() else 0
+    dropped = dedup.dropped
     return {
         "records_read": get("seen"),
         "unparsable_lines": get("rejected.unparsable_line"),
@@ -67,7 +66,7 @@ def count_documents(stats: dict[str, float], dedup: DedupResult) -> dict[str, in
 def document_fields(stats: dict[str, float], parsed: PipelineResult, dedup: DedupResult,
                      counts: dict[str, int]) -> dict[str, Any]:
     by_reason = {r: int(stats.get(f"ingest_parse.rejected.{r}", 0)) for r in REASONS}
-    by_reason["duplicate_id"] = len(dedup.rejections)
+    by_reason["duplicate_id"] = dedup.dropped  # each dropped copy has its rejection
     by_reason = {k: v for k, v in by_reason.items() if v}
     seen = counts["records_read"]
     rejected = sum(by_reason.values())

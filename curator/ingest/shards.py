@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, NamedTuple
 import polars as pl
 import pyarrow.parquet as pq
 
+from curator.ingest.dedup import read_decisions
 from curator.ingest.parse_stage import records_path
 from curator.ingest.records import renamed_line
 from curator.io import shared
@@ -176,14 +177,13 @@ def _ends(staging: Path) -> memoryview:
 class ShardWriterStage(ProcessingStage[ShardTask, FileGroupTask]):
     staging_dir: str
     output_dir: str
-    decisions_path: str
+    decisions_dir: str
     name: str = "ingest_shard_writer"
 
     def process(self, task: ShardTask) -> FileGroupTask:
-        decisions = pl.read_parquet(shared.localize(self.decisions_path))
         sources: list[tuple[Path, list[Piece]]] = []
         for sid, start, end in task.data:
-            mine = decisions.filter(pl.col("part") == sid)
+            mine = read_decisions(self.decisions_dir, sid)
             drops = mine.filter(pl.col("action") == "drop")["row"].to_list()
             renamed = mine.filter(pl.col("action") == "rename").select("row", "id", "new_id")
             renames = {r: (old, new) for r, old, new in renamed.iter_rows()}

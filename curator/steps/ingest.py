@@ -18,14 +18,12 @@ the checkpoint), so a resumed run reports the whole corpus.
 
 from __future__ import annotations
 
-import io
 import logging
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-import polars as pl
 import pyarrow.parquet as pq
 from pydantic import Field
 
@@ -33,9 +31,10 @@ from curator import models
 from curator.artifacts import file_digest
 from curator.config import ByteSizeSpelling, CorpusStepConfig, Int64
 from curator.errors import CuratorError
+from curator.exchange import BucketPartitioning, Exchange, choose_buckets
 from curator.execution import Executor
-from curator.ingest.dedup import resolve_duplicates
-from curator.ingest.parse_stage import ParseStage, records_path, write_jsonl_atomic
+from curator.ingest.dedup import DedupResult, DuplicateStage, read_decisions, summarise
+from curator.ingest.parse_stage import ParseStage, records_path
 from curator.ingest.plan import IngestPartitioning, resolve_inputs
 from curator.ingest.records import IdentitySpec
 from curator.ingest.report import (
@@ -49,7 +48,7 @@ from curator.ingest.report import (
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
 from curator.io import shared
 from curator.io.partitioning import parse_size
-from curator.io.writers import write_atomic
+from curator.io.writers import atomic_file
 from curator.models import IngestReport
 from curator.steps.base import ProgressHook, StepRun
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need
@@ -170,17 +169,27 @@ class IngestRun(StepRun):
         staging, rejected = out / STAGING, out / "rejected"
         rejected.mkdir(parents=True, exist_ok=True)
 
-        # 1. parse
+        # 1. parse (each partition's ids go through the exchange, keyed by id)
         partitioning = IngestPartitioning(
             files=plan.files, block=parse_size(config.partition_size) or 1 << 26
         )
+        planned = len(partitioning.plan())
+        dedup_work = staging / "duplicates"
+        buckets = choose_buckets(planned * partitioning.block,
+                                 config.execution.exchange_buckets)
+        ids = Exchange.open(dedup_work / "ids", buckets)
+        claims = (Exchange(str(dedup_work / "claims"), ids.buckets)
+                  if config.on_duplicate == "suffix" else None)
         parsed = self.phase("parse", partitioning, ParseStage(
             spec=self.identity, file_index={p: i for i, p in enumerate(plan.files)},
-            staging_dir=str(staging), rejected_dir=str(rejected)))
+            staging_dir=str(staging), rejected_dir=str(rejected), ids=ids, claims=claims))
         parts = _staged_parts(partitioning, staging)
 
-        # 2. duplicates
-        dedup = resolve_duplicates(parts, config.on_duplicate, plan.files, plan.format)
+        # 2. duplicates: one unit per bucket of ids; the driver reads their summaries
+        self.phase("duplicates", BucketPartitioning(exchange=ids), DuplicateStage(
+            ids=ids, claims=claims, mode=config.on_duplicate, files=plan.files,
+            fmt=plan.format, work_dir=str(dedup_work)))
+        dedup = summarise(dedup_work, ids.buckets, config.on_duplicate)
         stats = parsed.stats
         counts = count_documents(stats, dedup)
         report.update(document_fields(stats, parsed, dedup, counts))
@@ -198,11 +207,8 @@ class IngestRun(StepRun):
                 "(keep the first copy) or suffix (rename later copies), or fix the input.",
                 examples=dedup.examples,
             )
-        decisions_path = staging / "_decisions.parquet"
-        buf = io.BytesIO()
-        dedup.decisions.write_parquet(buf)
-        write_atomic(decisions_path, buf.getvalue())
-        write_jsonl_atomic(rejected / "duplicates.jsonl", dedup.rejections)
+        _write_duplicate_rejections(rejected / "duplicates.jsonl", dedup, dedup_work,
+                                    [sid for sid, _ in parts])
         if counts["written"] == 0:
             report["counts"] = counts
             raise CuratorError(
@@ -212,16 +218,14 @@ class IngestRun(StepRun):
             )
 
         # 3. shards
-        drops = dedup.decisions.filter(pl.col("action") == "drop").group_by("part").len()
-        dropped = dict(zip(drops["part"].to_list(), drops["len"].to_list(), strict=True))
-        kept = [(sid, pq.ParquetFile(path).metadata.num_rows - dropped.get(sid, 0))
+        kept = [(sid, pq.ParquetFile(path).metadata.num_rows - dedup.drops.get(sid, 0))
                 for sid, path in parts]
         shards = plan_shards(kept, config.shard_size)
         for stale in out.glob("part_*.jsonl"):
             if not _is_planned(stale.name, len(shards)):
                 stale.unlink()
         written = self.phase("shards", ShardPlanStage(shards=shards), ShardWriterStage(
-            staging_dir=str(staging), output_dir=str(out), decisions_path=str(decisions_path)))
+            staging_dir=str(staging), output_dir=str(out), decisions_dir=str(dedup_work)))
         if int(written.stats.get("ingest_shard_writer.written", 0)) != counts["written"]:
             raise CuratorError(
                 "ingest_count_mismatch",
@@ -236,7 +240,8 @@ class IngestRun(StepRun):
              "sha256": _shard_digest(out, staging, s.index)}
             for s in shards
         ]
-        report["partitions"] = {"parse": parsed.sources_total, "shards": written.sources_total,
+        report["partitions"] = {"parse": parsed.sources_total, "duplicates": ids.buckets,
+                                "shards": written.sources_total,
                                 "skipped_resumed": self.resumed_partitions}
 
 
@@ -249,6 +254,20 @@ def _shard_digest(out: Path, staging: Path, index: int) -> str:
     if digest.startswith("sha256:"):
         return digest
     return file_digest(shared.localize(out / f"part_{index}.jsonl"))
+
+
+def _write_duplicate_rejections(target: Path, dedup: DedupResult, work: Path,
+                                parts: list[str]) -> None:
+    """``rejected/duplicates.jsonl``: one line per dropped copy, in input order, streamed
+    partition by partition from the buckets' decisions (no file when none was dropped)."""
+    if not dedup.dropped:
+        shared.remove(target)
+        return
+    with atomic_file(target) as f:
+        for part in parts:
+            if dedup.drops.get(part):
+                for line in read_decisions(work, part)["rejection"].drop_nulls():
+                    f.write(line + b"\n")
 
 
 def _is_planned(name: str, n: int) -> bool:
@@ -305,6 +324,7 @@ SPEC = StepSpec(
     config=IngestConfig,
     run=run_ingest,
     phases=(Phase("parse", "parse", "ingest_parse.seen"),
+            Phase("duplicates", "find duplicates", "ingest_duplicates.ids"),
             Phase("shards", "write shards", "ingest_shard_writer.written")),
     output_subdir="ingested",
     completion_name=lambda cfg: REPORT_NAME,

@@ -1,6 +1,7 @@
 """The same corpus on every executor gives byte-identical shards and rejection files, and
 the same report but for timing: inline, the process pool with 1 and 2 workers, and Ray
-(chosen through the config's ``execution`` block, run by the flow)."""
+(chosen through the config's ``execution`` block, run by the flow); and for any bucket
+count of the duplicate check's exchange (1, 7 and 64)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,11 @@ KEYS: dict[str, Any] = {"on_duplicate": "drop", "partition_size": "6KB", "shard_
                         "keep_fields": ["url", "lang"]}
 
 
-def _run(inp: Path, out: Path, executor: str, workers: int | None) -> dict[str, Any]:
+def _run(inp: Path, out: Path, executor: str, workers: int | None,
+         buckets: int | None = None) -> dict[str, Any]:
     cfg = IngestConfig(input=str(inp), output_dir=str(out), **KEYS,
-                       execution={"executor": executor, "workers": workers})
+                       execution={"executor": executor, "workers": workers,
+                                  "exchange_buckets": buckets})
     ex = cfg.execution
     return run_ingest(cfg, make_executor(ex.executor, ex.workers, ex.ray_address))
 
@@ -56,10 +59,11 @@ def test_inline_local_and_ray_give_identical_output(
     _corpus(inp)
     runs = {
         "inline": _run(inp, tmp_path / "inline", "inline", None),
-        "local-1": _run(inp, tmp_path / "local-1", "local", 1),
-        "local-2": _run(inp, tmp_path / "local-2", "local", 2),
+        "local-1": _run(inp, tmp_path / "local-1", "local", 1, buckets=7),
+        "local-2": _run(inp, tmp_path / "local-2", "local", 2, buckets=64),
         "ray": ingest_flow({"input": str(inp), "output_dir": str(tmp_path / "ray"), **KEYS,
-                            "execution": {"executor": "ray", "workers": 2}}),
+                            "execution": {"executor": "ray", "workers": 2,
+                                          "exchange_buckets": 7}}),
     }
     base = runs["inline"]
     assert base["partitions"]["parse"] >= 8
@@ -71,4 +75,6 @@ def test_inline_local_and_ray_give_identical_output(
     for name, report in runs.items():
         assert report == read_report(tmp_path / name)
         assert artifacts(tmp_path / name) == expected, name
-        assert without(report, TIMING) == without(base, TIMING), name
+        assert without(report, (*TIMING, "partitions.duplicates")) == without(
+            base, (*TIMING, "partitions.duplicates")), name
+    assert [r["partitions"]["duplicates"] for r in runs.values()] == [1, 7, 64, 7]
