@@ -93,7 +93,7 @@ class StageAdapter:
     def process_batch(self, inputs: Sequence[Task]) -> AdapterResult:
         inputs = list(inputs)
         # A stage may return its input object: lineage of the inputs is read first.
-        parents = [(t.task_id, t.source_id) for t in inputs]
+        parents = [(t._task_id, t._source_id) for t in inputs]
         start = time.perf_counter()
         raw = self.stage.process_batch(inputs)
         seconds = time.perf_counter() - start
@@ -103,22 +103,31 @@ class StageAdapter:
 
         groups = self._assign_ids(parents, outputs)
 
-        if self.is_source and any(isinstance(o, FailedTask) for o in outputs):
-            raise CuratorError(
-                "source_stage_failed_task",
-                f"Source stage {self.stage.stage_name} emitted FailedTask, which is not supported.",
-            )
-
         result = AdapterResult(tasks=[], seconds=seconds)
-        if self.is_source:
+        if self.is_source:  # one pass: a source stage may plan a million partitions
+            kept: list[Task] = []
+            opened = result.opened
+            failed = False
             for out in outputs:
-                if not isinstance(out, SentinelTask) and out.source_id is not None:
-                    result.opened.append((out.source_id, out.task_id))
+                if isinstance(out, SentinelTask):
+                    failed = failed or isinstance(out, FailedTask)
+                    continue
+                kept.append(out)
+                if out._source_id is not None:
+                    opened.append((out._source_id, out._task_id))
+            if failed:
+                raise CuratorError(
+                    "source_stage_failed_task",
+                    f"Source stage {self.stage.stage_name} emitted FailedTask, which is not "
+                    "supported.",
+                )
             if self.is_sink:  # a single-stage pipeline: the source is consumed at once
                 result.events.extend(
                     CompletionEvent(tid, sid) for sid, tid in result.opened
                 )
-        elif self.tracked and groups is not None:
+            result.tasks = kept
+            return result
+        if self.tracked and groups is not None:
             for (parent_id, source_id), children in groups:
                 if source_id is None:
                     continue  # pre-source inputs: nothing to attribute
@@ -140,10 +149,16 @@ class StageAdapter:
         m, k = len(parents), len(outputs)
         if m == 1:
             parent_id, parent_source = parents[0]
-            for i, out in enumerate(outputs):
-                seg = self._segment(out, str(i))
-                _set_id(out, parent_id, seg)
-                out._source_id = seg if self.is_source else parent_source
+            prefix = f"{parent_id}_" if parent_id else ""  # as _set_id, once for all outputs
+            if self.is_source:
+                for i, out in enumerate(outputs):
+                    seg = self._source_segment(out, i)
+                    out._task_id = prefix + seg
+                    out._source_id = seg
+            else:
+                for i, out in enumerate(outputs):
+                    out._task_id = prefix + str(i)
+                    out._source_id = parent_source
             return [(parents[0], outputs)] if k else []
         if m == k:
             for i, ((parent_id, parent_source), out) in enumerate(
@@ -165,14 +180,18 @@ class StageAdapter:
         return None
 
     def _segment(self, out: Task, default: str) -> str:
-        if self.is_source and not isinstance(out, SentinelTask):
-            det = out.get_deterministic_id()
-            if det:
-                if "_" in det:
-                    raise CuratorError(
-                        "invalid_pipeline",
-                        f"{type(out).__name__}.get_deterministic_id() returned {det!r}: "
-                        "a source id must not contain '_'",
-                    )
-                return det
-        return default
+        return self._source_segment(out, default) if self.is_source else default
+
+    @staticmethod
+    def _source_segment(out: Task, default: str | int) -> str:
+        """The source id of ``out``: its deterministic id, else ``default`` (a position)."""
+        det = None if isinstance(out, SentinelTask) else out.get_deterministic_id()
+        if det:
+            if "_" in det:
+                raise CuratorError(
+                    "invalid_pipeline",
+                    f"{type(out).__name__}.get_deterministic_id() returned {det!r}: "
+                    "a source id must not contain '_'",
+                )
+            return det
+        return str(default)

@@ -164,23 +164,36 @@ def read_checkpoint_file(
         str(path), subdir=False, readonly=True, lock=False, max_dbs=2, readahead=False
     )
     try:
-        completed: set[str] = set()
-        stats: dict[str, dict[str, Any]] = {}
-        with env.begin() as txn:
-            names = {k for k, _ in txn.cursor()}
-        if COMPLETED_DB in names:
-            db = env.open_db(COMPLETED_DB, create=False)
-            with env.begin(db=db) as txn:
-                completed = {k.decode("utf-8") for k, _ in txn.cursor()}
-        if STATS_DB in names:  # always walked, so damage there is found at start-up too
-            db = env.open_db(STATS_DB, create=False)
-            with env.begin(db=db) as txn:
-                raw = {k: bytes(v) for k, v in txn.cursor()}
-            if with_stats:
-                stats = {k.decode("utf-8"): json.loads(v) for k, v in raw.items()}
-        return completed, {k: v for k, v in stats.items() if k in completed}
+        completed, raw = _read_raw(env, with_stats)
+        stats = {k: json.loads(v) for k, v in raw.items()}
+        return completed, stats
     finally:
         env.close()
+
+
+def _read_raw(env: lmdb.Environment, with_stats: bool) -> tuple[set[str], dict[str, bytes]]:
+    """Completed ids, and (``with_stats``) the raw JSON statistics of those ids.
+
+    The statistics pages are walked either way (damage there is found at start-up).
+    """
+    completed: set[str] = set()
+    raw: dict[str, bytes] = {}
+    with env.begin() as txn:
+        names = {k for k, _ in txn.cursor()}
+    if COMPLETED_DB in names:
+        db = env.open_db(COMPLETED_DB, create=False)
+        with env.begin(db=db) as txn:
+            completed = {k.decode("utf-8") for k in txn.cursor().iternext(values=False)}
+    if STATS_DB in names:  # always walked, so damage there is found at start-up too
+        db = env.open_db(STATS_DB, create=False)
+        with env.begin(db=db) as txn:
+            if with_stats:
+                pairs = ((k.decode("utf-8"), v) for k, v in txn.cursor().iternext())
+                raw = {k: v for k, v in pairs if k in completed}
+            else:
+                for _ in txn.cursor().iternext():
+                    pass
+    return completed, raw
 
 
 _READER_CODE = (
@@ -203,12 +216,38 @@ def _reader_main() -> None:
         out.write(json.dumps({"begin": i}) + "\n")
         out.flush()
         try:
-            completed, stats = read_checkpoint_file(Path(path), with_stats)
-            line = {"i": i, "completed": sorted(completed), "stats": stats}
+            line = _reply(i, Path(path), with_stats)
         except Exception as exc:
-            line = {"i": i, "error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(line) + "\n")
+            line = json.dumps({"i": i, "error": f"{type(exc).__name__}: {exc}"})
+        out.write(line + "\n")
         out.flush()
+
+
+def _reply(i: int, path: Path, with_stats: bool) -> str:
+    """One file's answer line for the parent.
+
+    The statistics go as they are stored (JSON written by ``mark_completed``), spliced
+    into the line and checked by one parse of them all, not decoded and re-encoded one
+    by one: that was most of the end-of-run read at 10^6 sources. A value that is not
+    plain one-line ASCII JSON goes the slow way (parsed, re-encoded), so damage is
+    refused as before and the line protocol holds.
+    """
+    check_file_structure(path)
+    env = lmdb.open(str(path), subdir=False, readonly=True, lock=False, max_dbs=2,
+                    readahead=False)
+    try:
+        completed, raw = _read_raw(env, with_stats)
+    finally:
+        env.close()
+    head = f'{{"i": {i}, "completed": {json.dumps(sorted(completed))}'
+    values = b",".join(raw.values())
+    if values.isascii() and b"\n" not in values and b"\r" not in values:
+        text = values.decode("ascii")
+        parsed = json.loads(f"[{text}]")
+        if len(parsed) == len(raw) and all(type(v) is dict for v in parsed):
+            return f'{head}, "stat_ids": {json.dumps(list(raw))}, "stat_values": [{text}]}}'
+    stats = {k: json.loads(v) for k, v in raw.items()}
+    return f'{head}, "stats": {json.dumps(stats)}}}'
 
 
 ReadResult = tuple[set[str], dict[str, dict[str, Any]]] | BaseException
@@ -266,6 +305,10 @@ def read_checkpoint_files(
             path = remaining[record["i"]]
             if "error" in record:
                 results[path] = DamagedCheckpointError(record["error"])
+            elif "stat_ids" in record:
+                results[path] = (set(record["completed"]),
+                                 dict(zip(record["stat_ids"], record["stat_values"],
+                                          strict=True)))
             else:
                 results[path] = (set(record["completed"]), record["stats"])
         if begun is None:  # the child could not start reading: read here instead
@@ -375,6 +418,10 @@ class CheckpointStore:
     @property
     def completed(self) -> frozenset[str]:
         return frozenset(self._completed)
+
+    def completed_copy(self) -> set[str]:
+        """A mutable copy of the completed ids (one copy: 0.1-0.4 s at 10^6 ids)."""
+        return set(self._completed)
 
     def are_completed(self, source_ids: Iterable[str]) -> list[bool]:
         return [sid in self._completed for sid in source_ids]

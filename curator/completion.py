@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,11 +53,17 @@ class CompletionTracker:
     def __init__(self, store: CheckpointStore | None = None) -> None:
         self.store = store
         self._inflight: dict[str, _SourceState] = {}
-        self._completed: set[str] = set(store.completed) if store is not None else set()
+        self._completed: set[str] = store.completed_copy() if store is not None else set()
 
     @property
     def completed(self) -> frozenset[str]:
         return frozenset(self._completed)
+
+    @property
+    def completed_live(self) -> AbstractSet[str]:
+        """The completed ids themselves, not a copy (at 10^6 ids a copy costs 0.1-0.4 s):
+        it changes as sources complete, so read it before anything completes."""
+        return self._completed
 
     @property
     def in_flight(self) -> int:

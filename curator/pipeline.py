@@ -10,12 +10,16 @@ statistics of every completed partition from disk.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import logging
 import os
 import signal
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,6 +83,50 @@ class PipelineResult:
 
     def __len__(self) -> int:
         return len(self.tasks)
+
+
+_GC_LOCK = threading.Lock()
+_GC_PAUSES = [0, False]  # planners in progress, whether the collector was on before them
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a plan is built.
+
+    A plan of a million partitions allocates several million container objects that
+    all stay alive; the collector's full passes rescan every one of them, which was
+    half the planning time (docs/benchmarks.md section 2). Reference counting still
+    frees everything that is not in a cycle. Nested or concurrent plans (threads)
+    share one pause; the collector's previous state is restored after the last.
+    """
+    with _GC_LOCK:
+        if _GC_PAUSES[0] == 0:
+            _GC_PAUSES[1] = gc.isenabled()
+            gc.disable()
+        _GC_PAUSES[0] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_PAUSES[0] -= 1
+            if _GC_PAUSES[0] == 0 and _GC_PAUSES[1]:
+                gc.enable()
+
+
+def _split_completed(
+    sources: list[Task], completed: AbstractSet[str]
+) -> tuple[list[Task], list[str]]:
+    """The source partitions still to run, and the ids of those already complete
+    (one pass, in plan order: it runs over every planned partition)."""
+    pending: list[Task] = []
+    skipped: list[str] = []
+    for task in sources:
+        sid = task._source_id or ""
+        if sid in completed:
+            skipped.append(sid)
+        else:
+            pending.append(task)
+    return pending, skipped
 
 
 def merge_stats(per_source: Iterable[dict[str, float]]) -> dict[str, float]:
@@ -200,13 +248,15 @@ class Pipeline:
         started: float,
     ) -> PipelineResult:
         tracker = CompletionTracker(store)
-        already = tracker.completed
-        sources = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
         consumed_at_source = adapters[src].is_sink
+        with _gc_paused():
+            # a copy only when planning itself completes sources (the source is the sink)
+            already = tracker.completed if consumed_at_source else tracker.completed_live
+            sources = self._plan_sources(adapters[: src + 1], initial_tasks, tracker)
+            pending, skipped_ids = _split_completed(sources, already)
         total = len(sources)
-        pending = [t for t in sources if (t.source_id or "") not in already]
-        skipped_ids = [t.source_id or "" for t in sources if (t.source_id or "") in already]
         skipped = len(skipped_ids)
+        pending_planned = pending
         if store is not None:
             log.info(
                 "%s: %d source partitions: %d pending, %d skipped as complete (checkpoint %s)",
@@ -299,8 +349,10 @@ class Pipeline:
             finally:
                 executor.stop(abandon=abandon)
 
-        order = {t.source_id: i for i, t in enumerate(sources)}
-        results.sort(key=lambda t: order.get(t.source_id, len(order)))  # stable: plan order
+        # stable: plan order. Results come only from pending sources, whose plan order
+        # is theirs in ``pending`` (a subsequence of ``sources``): no pass over all.
+        order = {t.source_id: i for i, t in enumerate(pending_planned)}
+        results.sort(key=lambda t: order.get(t.source_id, len(order)))
         unfinished.extend(t.source_id or "" for t in queue)
         unfinished.extend(t.source_id or "" for t in inflight.values())
         per_source = store.refreshed_stats() if store else this_run

@@ -80,8 +80,9 @@ class FileGroupTask(Task[list[str]]):
     def get_deterministic_id(self) -> str:
         """12 hex digits of sha256 over the sorted paths (and the byte range, if any)."""
         key = "|".join(self.data) + "|"
-        if self.byte_range is not None:
-            key += f"{self.byte_range[0]}-{self.byte_range[1]}|"
+        rng = self._metadata.get("byte_range")  # read once: planning hashes every partition
+        if rng is not None:
+            key += f"{int(rng[0])}-{int(rng[1])}|"
         return _hash_id(key)
 
 

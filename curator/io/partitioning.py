@@ -75,11 +75,25 @@ def file_stamp(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def stamp_inputs(task: FileGroupTask) -> FileGroupTask:
+def stamp_inputs(
+    task: FileGroupTask, seen: dict[str, list[int] | None] | None = None
+) -> FileGroupTask:
     """Record in ``task`` what its input files were when it was planned
     (``_metadata["planned"]``): the engine checks them before the unit's first stage
-    (:func:`check_planned`)."""
-    stamps = {p: s for p in task.data if (s := file_stamp(p)) is not None}
+    (:func:`check_planned`).
+
+    ``seen`` (one dict for one plan) keeps each file's stamp, so a file split into
+    many byte ranges is stat'ed once, not once per range."""
+    stamps: dict[str, list[int]] = {}
+    for path in task.data:
+        if seen is None:
+            stamp = file_stamp(path)
+        elif path in seen:
+            stamp = seen[path]
+        else:
+            stamp = seen[path] = file_stamp(path)
+        if stamp is not None:
+            stamps[path] = list(stamp)  # each task its own list, as when stat'ed alone
     if stamps:
         task._metadata["planned"] = stamps
     return task
@@ -233,10 +247,16 @@ class FilePartitioningStage(ProcessingStage[EmptyTask, FileGroupTask]):
                 groups.append(FileGroupTask(data=current))
         else:
             groups = [FileGroupTask(data=[path]) for path in files]
+        names: dict[str, str] = {}  # per file, not per partition: one file may give
+        stamps: dict[str, list[int] | None] = {}  # a million byte ranges
         for group in groups:
-            group.dataset_name = Path(group.data[0]).parent.name
+            first = group.data[0]
+            name = names.get(first)
+            if name is None:
+                name = names[first] = Path(first).parent.name
+            group.dataset_name = name
             group._metadata.setdefault("source_files", list(group.data))
-            stamp_inputs(group)
+            stamp_inputs(group, stamps)
         return groups
 
 

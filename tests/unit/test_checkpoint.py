@@ -14,10 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lmdb
 import pytest
 
 from curator.checkpoint import (
+    COMPLETED_DB,
     METADATA_DIRNAME,
+    STATS_DB,
     CheckpointStore,
     check_local_filesystem,
     filesystem_type,
@@ -311,6 +314,46 @@ def test_read_checkpoint_files_reports_each_file(tmp_path, populated) -> None:
     completed, stats = results[good]
     assert completed == set(POPULATED)
     assert stats["d00007"] == {"rows": 7}
+
+
+def _put_raw_stats(path: Path, values: dict[str, bytes]) -> None:
+    """Store statistics values byte for byte (and their ids as completed)."""
+    env = lmdb.open(str(path), subdir=False, lock=False, max_dbs=2)
+    try:
+        done, stats = env.open_db(COMPLETED_DB), env.open_db(STATS_DB)
+        with env.begin(write=True) as txn:
+            for sid, raw in values.items():
+                txn.put(sid.encode(), b"1", db=done)
+                txn.put(sid.encode(), raw, db=stats)
+    finally:
+        env.close()
+
+
+def test_statistics_read_by_the_child_equal_those_read_in_process(tmp_path) -> None:
+    """The child sends stored statistics without re-encoding them (the fast path), or,
+    for a value that is not one-line ASCII JSON, parsed and re-encoded: both give what
+    reading the file in this process gives."""
+    plain, odd = tmp_path / "plain.mdb", tmp_path / "odd.mdb"
+    with CheckpointStore(tmp_path / "ck", writer_id="w") as store:
+        store.mark_completed({'q"uote\\': {"rows": 1, "s.x": 2.5}, "b": {}, "c": None})
+        store.path.rename(plain)
+    _put_raw_stats(odd, {"a": b'{"rows":\n 3}', "\u00e9": '{"name": "caf\u00e9"}'.encode(),
+                         "n": b"[1, 2]"})
+    results = read_checkpoint_files([plain, odd])
+    for path in (plain, odd):
+        assert results[path] == read_checkpoint_file(path)
+    assert results[plain][1] == {'q"uote\\': {"rows": 1, "s.x": 2.5}, "b": {}}
+    assert results[odd][1] == {"a": {"rows": 3}, "\u00e9": {"name": "caf\u00e9"}, "n": [1, 2]}
+
+
+def test_statistics_that_are_not_json_refuse_the_file(tmp_path) -> None:
+    bad = tmp_path / "bad.mdb"
+    _put_raw_stats(bad, {"a": b'{"rows": 1}', "b": b'{"rows": 2}, {"rows": 3}'})
+    ids_only = read_checkpoint_files([bad], with_stats=False)[bad]
+    assert ids_only == ({"a", "b"}, {})  # start-up: the pages are walked, not parsed
+    with_stats = read_checkpoint_files([bad])[bad]
+    assert isinstance(with_stats, Exception)
+    assert "JSONDecodeError" in str(with_stats)
 
 
 def test_gap2_own_damaged_file_is_moved_aside_and_the_run_continues(

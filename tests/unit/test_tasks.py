@@ -39,6 +39,23 @@ def test_file_group_id_depends_on_the_paths_and_the_byte_range() -> None:
     assert again.get_deterministic_id() == first.get_deterministic_id()
 
 
+#: Source ids as released: they are the keys of existing checkpoints, so a changed
+#: hash would silently redo every completed partition of a resumed run.
+PINNED_IDS = [
+    (["/data/web/b.jsonl", "/data/web/a.jsonl"], None, "075015a03aa8"),
+    (["/data/web/a.jsonl"], None, "94d70336acd7"),
+    (["/data/web/a.jsonl"], (0, 67108864), "b0ef63f51985"),
+    (["/data/web/a.jsonl"], [67108864, 134217728], "7ded8f061308"),  # as read back from JSON
+    (["s3://bucket/corpus/part-00001.jsonl.zst"], None, "33d7cf774ad2"),
+]
+
+
+@pytest.mark.parametrize(("paths", "byte_range", "expected"), PINNED_IDS)
+def test_file_group_ids_are_pinned(paths: list[str], byte_range: object, expected: str) -> None:
+    meta = {} if byte_range is None else {"byte_range": byte_range}
+    assert FileGroupTask(data=paths, _metadata=meta).get_deterministic_id() == expected
+
+
 @pytest.mark.parametrize(
     "task",
     [FileGroupTask(data=["x"]), DocumentBatch(data=pa.table({"a": [1]})), NoneTask(), FailedTask()],
