@@ -111,10 +111,14 @@ class Exchange:
             written[int(bucket)] = part.height
         return written
 
+    def files(self, bucket: int) -> list[Path]:
+        """The files of ``bucket`` (one per map unit that sent it records), in name order;
+        read each through :func:`curator.io.shared.localize`."""
+        return shared.listing(self.folder(bucket), "*.parquet")
+
     def read(self, bucket: int, schema: dict[str, pl.DataType]) -> pl.DataFrame:
         """Every record of ``bucket`` (from all map units), as one frame of ``schema``."""
-        files = shared.listing(self.folder(bucket), "*.parquet")
-        frames = [pl.read_parquet(shared.localize(f)) for f in files]
+        frames = [pl.read_parquet(shared.localize(f)) for f in self.files(bucket)]
         if not frames:
             return pl.DataFrame(schema=schema)
         return pl.concat(frames, how="vertical_relaxed").cast(schema)  # type: ignore[arg-type]

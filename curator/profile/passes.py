@@ -1,11 +1,15 @@
 """The engine stages of ``curate profile`` after the kernel's fingerprint pass:
-sample candidates, scores.
+sample candidates, the sample's selection, scores.
 
-Both run over the same source partitions as the fingerprint pass
-(:class:`curator.corpus.fingerprint.FingerprintStage`, which counts the populations)
-and write one small file per partition under the step's work directory,
-atomically, before the engine records the partition complete; the step merges
-those files from disk, so a resumed run sees every partition.
+The candidate and score passes run over the same source partitions as the fingerprint
+pass (:class:`curator.corpus.fingerprint.FingerprintStage`, which counts the
+populations). A partition's bottom-k candidates per source go through the exchange
+keyed by source (:mod:`curator.exchange`); one unit per bucket merges its sources'
+candidates file by file, never holding more than ``k`` rows per source beside one
+file, and writes the selected documents back by partition
+(``sample/<partition>/b<bucket>.parquet``), which the score pass reads. Every file is
+written atomically before the engine records its unit complete, so a resumed run sees
+every unit's.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from curator.corpus.langid import LanguageModel
 from curator.corpus.reading import iter_records
 from curator.corpus.records import RecordSpec, Rejection, id_of, source_of
 from curator.corpus.sampling import stable_uint64
-from curator.errors import CuratorError
+from curator.exchange import BucketTask, Exchange
 from curator.io import shared
 from curator.io.writers import write_atomic
 from curator.langpack import LangPack
@@ -93,6 +97,7 @@ class SampleStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     work_dir: str
     seed: int
     allocations: dict[str, int]
+    candidates: Exchange
     root: str = ""  # with no source field, a document's source is its file relative to this
     name: str = "profile_sample"
 
@@ -108,19 +113,49 @@ class SampleStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                 rows["file"].append(path)
                 rows["offset"].append(doc.offset)
         frame = _bottom_k(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), self.allocations)
-        out = work_file(self.work_dir, "candidates", sid, ".parquet")
-        write_atomic(out, _parquet_bytes(frame))
+        self.candidates.write(sid, frame, "source")
         self.stat_update("candidates", frame.height)
-        return FileGroupTask(data=[str(out)], _metadata={"rows": frame.height})
+        return FileGroupTask(data=[], _metadata={"rows": frame.height})
 
 
-def select_sample(candidate_files: list[Path], allocations: dict[str, int]) -> pl.DataFrame:
-    """The global sample: bottom-k per source over every partition's candidates."""
-    frames = [pl.read_parquet(shared.localize(p)) for p in candidate_files]
-    frames = [f for f in frames if f.height]
+def sample_folder(work_dir: str, sid: str) -> Path:
+    """Where the selection units leave partition ``sid``'s share of the sample."""
+    return Path(work_dir) / "sample" / sid
+
+
+@dataclass
+class SelectStage(ProcessingStage[BucketTask, FileGroupTask]):
+    """The sample of one bucket of sources: bottom-k per source over every partition's
+    candidates, merged one file at a time; written back by partition."""
+
+    candidates: Exchange
+    allocations: dict[str, int]
+    work_dir: str
+    name: str = "profile_select"
+
+    def process(self, task: BucketTask) -> FileGroupTask:
+        bucket = task.data
+        kept = pl.DataFrame(schema=SAMPLE_SCHEMA)
+        for path in self.candidates.files(bucket):
+            more = pl.read_parquet(shared.localize(path)).cast(SAMPLE_SCHEMA)  # type: ignore[arg-type]
+            kept = _bottom_k(pl.concat([kept, more]), self.allocations)
+        for (part,), mine in kept.partition_by("part", as_dict=True,
+                                               maintain_order=True).items():
+            write_atomic(sample_folder(self.work_dir, str(part)) / f"b{bucket:05d}.parquet",
+                         _parquet_bytes(mine))
+        self.stat_update("selected", kept.height)
+        return FileGroupTask(data=[], _metadata={"rows": kept.height})
+
+
+def read_sample(work_dir: str, sid: str) -> pl.DataFrame:
+    """Partition ``sid``'s share of the sample, in sample order (no file: none of its
+    documents was selected)."""
+    files = shared.listing(sample_folder(work_dir, sid), "*.parquet")
+    frames = [pl.read_parquet(shared.localize(f)) for f in files]
     if not frames:
         return pl.DataFrame(schema=SAMPLE_SCHEMA)
-    return _bottom_k(pl.concat(frames), allocations)
+    return pl.concat(frames).cast(SAMPLE_SCHEMA).sort(  # type: ignore[arg-type]
+        ["source", "rank", "file", "offset"])
 
 
 #: the score columns of the language-ID model's top label and its confidence
@@ -139,14 +174,8 @@ class ScoreStage(ProcessingStage[FileGroupTask, FileGroupTask]):
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
         sid = task.source_id or "part"
-        sample_path = work_file(self.work_dir, "sample", sid, ".parquet")
         out = work_file(self.work_dir, "scores", sid, ".parquet")
-        if not shared.localize(sample_path).is_file():  # the driver wrote one per partition
-            raise CuratorError(
-                "work_file_missing",
-                f"{sample_path} (this partition's share of the sample, written by the "
-                "driver) is neither on this node nor in the output's storage")
-        sample = pl.read_parquet(sample_path)
+        sample = read_sample(self.work_dir, sid)
         if sample.is_empty():
             write_atomic(out, _parquet_bytes(pl.DataFrame(schema=SAMPLE_SCHEMA)))
             return FileGroupTask(data=[str(out)], _metadata={"rows": 0})

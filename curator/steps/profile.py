@@ -36,20 +36,15 @@ from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
 from curator.corpus.records import RecordSpec
 from curator.corpus.sampling import allocate
 from curator.errors import CuratorError
+from curator.exchange import BucketPartitioning, Exchange, choose_buckets
 from curator.execution import Executor
 from curator.io import shared
-from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.writers import write_atomic
+from curator.io.partitioning import FilePartitioningStage, parse_size, resolve_input_files
 from curator.langpack import LangPack
 from curator.langpack.loader import blank_langpack_dir, load_langpack
 from curator.models import ProfileReport
 from curator.pipeline import PipelineResult
-from curator.profile.passes import (
-    SampleStage,
-    ScoreStage,
-    select_sample,
-    work_file,
-)
+from curator.profile.passes import SampleStage, ScoreStage, SelectStage, work_file
 from curator.profile.report import build_report, render, sample_manifest
 from curator.signals.registry import REGISTRY, SignalSpec, missing_requirements
 from curator.steps.base import ProgressHook, StepRun, partition_ids
@@ -184,13 +179,13 @@ class ProfileRun(StepRun):
             )
         # 2. allocation; 3. sample
         allocations = allocate(populations, config.max_total_docs)
+        buckets = choose_buckets(len(sids) * (parse_size(config.partition_size) or 1 << 26),
+                                 config.execution.exchange_buckets)
+        candidates = Exchange.open(work / "candidates", buckets)
         phase("sample", SampleStage(spec=spec, work_dir=str(work), seed=config.seed,
-                                    allocations=allocations, root=root))
-        sample = select_sample([work_file(str(work), "candidates", s, ".parquet")
-                                for s in sids], allocations)
-        for sid in sids:  # the sample, split back by partition for scoring
-            part = sample.filter(pl.col("part") == sid)
-            write_atomic(work_file(str(work), "sample", sid, ".parquet"), _parquet(part))
+                                    allocations=allocations, candidates=candidates, root=root))
+        self.phase("select", BucketPartitioning(exchange=candidates), SelectStage(
+            candidates=candidates, allocations=allocations, work_dir=str(work)))
         # 4. scores
         langid = FastTextLangId.open(config.models.fasttext_langid, DEFAULT_MAX_CHARS)
         scored = phase("scores", ScoreStage(spec=spec, work_dir=str(work),
@@ -270,14 +265,6 @@ def _common_root(files: list[str]) -> str:
     return root
 
 
-def _parquet(frame: pl.DataFrame) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    frame.write_parquet(buf, compression="zstd", statistics=False)
-    return buf.getvalue()
-
-
 def _policy_and_summary(report: dict[str, Any], manifest: dict[str, Any], out: Path
                         ) -> list[tuple[Path, Any]]:
     """The profile's artifacts before its report: the sample manifest, the candidate
@@ -305,6 +292,7 @@ SPEC = StepSpec(
     run=run_profile,
     phases=(Phase("populations", "count sources", "fingerprint.documents"),
             Phase("sample", "sample", "profile_sample.candidates"),
+            Phase("select", "select the sample", "profile_select.selected"),
             Phase("scores", "score", "profile_score.documents")),
     output_subdir="profile",
     completion_name=lambda cfg: REPORT_NAME,
