@@ -22,6 +22,7 @@ import orjson
 from curator.corpus.formats import CountingSink, shard_name, summary_path
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
+from curator.decontamination.ids import id_frame
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
 from curator.decontamination.kernel import CandidateWindows, shared_counts
 from curator.decontamination.text import (
@@ -37,6 +38,7 @@ from curator.decontamination.text import (
     window_hashes,
 )
 from curator.errors import CuratorError
+from curator.exchange import Exchange
 from curator.io import shared
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
@@ -97,6 +99,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     output_dir: str
     removed_dir: str
     index: dict[str, int]
+    ids: Exchange | None = None  # where each document's id goes (curator.decontamination.ids)
     name: str = "scan"
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -165,6 +168,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                          json.dumps(kept.summary(name), sort_keys=True))
         if st.counts["removed"] == 0:
             shared.remove(rem)
+        if self.ids is not None:
+            self.ids.write(sid, id_frame(st.ids), "id")
         write_atomic(scan_work_file(self.work_dir, sid), json.dumps(st.to_json(), sort_keys=True))
         for key in ("read", "documents", "kept", "removed"):
             self.stat_update(key, st.counts[key])
@@ -377,6 +382,6 @@ class _Scan:
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": dict(self.counts), "key_fields": dict(self.key_fields),
-                "ids": self.ids, "removed": self.removed,
+                "removed": self.removed,
                 "groups": [self.groups[k] for k in sorted(self.groups)],
                 "unverifiable": self.unverifiable_pairs}

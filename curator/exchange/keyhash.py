@@ -38,12 +38,13 @@ def _fnv1a_fmix(data, offsets, out):  # pragma: no cover - compiled
 
 
 def key_hash(keys: pa.Array | pa.ChunkedArray | pl.Series) -> np.ndarray:
-    """The stable hash (uint64) of each key, in order."""
+    """The stable hash (uint64) of each key, in order: strings by their UTF-8 bytes,
+    binary keys by their bytes (the same value for the same bytes)."""
     if isinstance(keys, pl.Series):
-        keys = keys.cast(pl.String).to_arrow()
+        keys = keys.to_arrow() if keys.dtype == pl.Binary else keys.cast(pl.String).to_arrow()
     if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.large_string())
-    arr = keys.cast(pa.large_string()).fill_null("")
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.large_binary())
+    arr = keys.cast(pa.large_binary()).fill_null(b"")
     out = np.empty(len(arr), np.uint64)
     if len(arr) == 0:
         return out

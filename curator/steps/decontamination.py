@@ -40,6 +40,8 @@ from curator.corpus.formats import (
 )
 from curator.corpus.reading import iter_records, split_lines
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection, classify_line
+from curator.decontamination.ids import TrainIdStage, ids_fingerprint_merged
+from curator.decontamination.ids import summarise as summarise_ids
 from curator.decontamination.index import (
     MinHashParams,
     banding_recall,
@@ -60,9 +62,10 @@ from curator.decontamination.text import (
     normalize_many,
 )
 from curator.errors import CuratorError
+from curator.exchange import BucketPartitioning, Exchange, choose_buckets
 from curator.execution import Executor
 from curator.io import shared, storage
-from curator.io.partitioning import FilePartitioningStage, resolve_input_files
+from curator.io.partitioning import FilePartitioningStage, parse_size, resolve_input_files
 from curator.io.writers import safe_name, write_atomic
 from curator.models import DecontaminationReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
@@ -273,24 +276,31 @@ class DecontaminationRun(StepRun):
             {"ids": self.holdout["ids"], "norms": self.holdout["norms"],
              "keys": self.holdout["keys"]}, sort_keys=True, ensure_ascii=False))
         sids = partition_ids(self.partitions)
+        ids = Exchange.open(self.work / "exchange-ids", choose_buckets(
+            len(sids) * (parse_size(cfg.partition_size) or 1 << 26),
+            cfg.execution.exchange_buckets))
         self.removed_dir.mkdir(parents=True, exist_ok=True)
         stage = ScanStage(
             records=RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
                                require_id=True),
             shingling=shingling, rules=cfg.rules(), index_dir=str(index_dir),
             index_meta=index.meta, work_dir=str(self.work), output_dir=str(self.out),
-            removed_dir=str(self.removed_dir), index={sid: i for i, sid in enumerate(sids)})
+            removed_dir=str(self.removed_dir), index={sid: i for i, sid in enumerate(sids)},
+            ids=ids)
         self.phase("scan", self.partitions, stage)
         self.scans = [json.loads(shared.localize(scan_work_file(self.work, sid)).read_text("utf-8"))
                       for sid in sids]
-        ids = [i for s in self.scans for i in s["ids"]]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            dups = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+        # the training ids: unique, and fingerprinted, one bucket at a time
+        id_work = self.work / "ids"
+        self.phase("ids", BucketPartitioning(exchange=ids),
+                   TrainIdStage(ids=ids, work_dir=str(id_work)))
+        found = summarise_ids(id_work, ids.buckets)
+        if found.repeated:
             raise CuratorError("id_field_missing_or_duplicated",
-                               f"{len(dups)} training ids occur more than once "
-                               f"({dups[:3]}): id_field {cfg.id_field!r} must be unique")
-        self.train_split = {"documents": len(ids), "fingerprint": ids_fingerprint(ids)}
+                               f"{found.repeated} training ids occur more than once "
+                               f"({found.examples}): id_field {cfg.id_field!r} must be unique")
+        self.train_split = {"documents": found.documents,
+                            "fingerprint": ids_fingerprint_merged(id_work, ids.buckets)}
         self.shards = [s for s in (self._shard(i) for i in range(len(sids))) if s is not None]
         with storage.store_errors(f"{self.step_id}: reading the holdout again",
                                   storage.any_remote(self.holdout_files)):
@@ -531,7 +541,8 @@ SPEC = StepSpec(
          "containment), with the proof of each removal.",
     config=DecontaminationConfig,
     run=run_decontamination,
-    phases=(Phase("scan", "decontaminate", "scan.documents"),),
+    phases=(Phase("scan", "decontaminate", "scan.documents"),
+            Phase("ids", "check training ids", "train_ids.ids")),
     output_subdir="decontaminated",
     completion_name=lambda cfg: REPORT_NAME,
     input_key="train_glob",

@@ -1,0 +1,123 @@
+"""The training split's ids, checked for uniqueness and fingerprinted without holding
+them in one process.
+
+The scan units send each training document's id through the exchange
+(:mod:`curator.exchange`), keyed by the id, as UTF-8 bytes (``surrogatepass``: what
+the JSON reader can produce). One unit per bucket (:class:`TrainIdStage`) sorts its
+ids, counts the ids that occur more than once (keeping the three smallest), and writes
+its sorted unique ids. The driver sums the buckets' summaries and computes the spec's
+split fingerprint, sha256 over the sorted unique ids each followed by ``\\0``, by a
+streaming merge of the buckets' sorted files (:func:`ids_fingerprint_merged`): its
+memory is one batch per bucket, whatever the corpus size. UTF-8 byte order is code
+point order, so this is the digest of ``sorted(set(ids))`` of Python strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from curator.errors import CuratorError
+from curator.exchange import BucketTask, Exchange
+from curator.io import shared
+from curator.io.writers import write_atomic
+from curator.stages import ProcessingStage
+from curator.tasks import FileGroupTask
+
+ID_SCHEMA: dict[str, Any] = {"id": pl.Binary}
+EXAMPLES = 3
+_BATCH = 65_536
+
+
+def id_frame(ids: list[str]) -> pl.DataFrame:
+    """Ids as the exchange carries them."""
+    return pl.DataFrame({"id": [i.encode("utf-8", "surrogatepass") for i in ids]},
+                        schema=ID_SCHEMA)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogatepass")
+
+
+def sorted_file(work: str | Path, bucket: int) -> Path:
+    return Path(work) / "sorted" / f"b{bucket:05d}.parquet"
+
+
+def summary_file(work: str | Path, bucket: int) -> Path:
+    return Path(work) / "summary" / f"b{bucket:05d}.json"
+
+
+@dataclass
+class TrainIdStage(ProcessingStage[BucketTask, FileGroupTask]):
+    """One bucket of training ids: sorted, unique, its repeated ids counted."""
+
+    ids: Exchange
+    work_dir: str
+    name: str = "train_ids"
+
+    def process(self, task: BucketTask) -> FileGroupTask:
+        bucket = task.data
+        frame = self.ids.read(bucket, ID_SCHEMA)
+        counts = frame.group_by("id").len().sort("id")
+        repeated = counts.filter(pl.col("len") > 1)["id"]
+        unique = counts.select("id")
+        target = sorted_file(self.work_dir, bucket)
+        buf = io.BytesIO()
+        unique.write_parquet(buf, compression="zstd", compression_level=1, statistics=False,
+                             row_group_size=_BATCH)
+        write_atomic(target, buf.getvalue())
+        summary = {"documents": frame.height, "unique": unique.height,
+                   "repeated": repeated.len(),
+                   "examples": [_text(r) for r in repeated.head(EXAMPLES).to_list()]}
+        write_atomic(summary_file(self.work_dir, bucket), json.dumps(summary) + "\n")
+        self.stat_update("ids", frame.height)
+        return FileGroupTask(data=[], _metadata={"rows": frame.height})
+
+
+@dataclass
+class IdSummary:
+    documents: int
+    repeated: int
+    examples: list[str]
+
+
+def summarise(work: str | Path, buckets: int) -> IdSummary:
+    """The buckets' summaries, added up; the :data:`EXAMPLES` smallest repeated ids."""
+    total = IdSummary(0, 0, [])
+    for bucket in range(buckets):
+        path = shared.localize(summary_file(work, bucket))
+        try:
+            s = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CuratorError(
+                "checkpoint_output_mismatch",
+                f"bucket {bucket} of the training ids is recorded complete but {path} cannot "
+                f"be read ({exc}); use a new checkpoint_path or remove the old one") from exc
+        total.documents += s["documents"]
+        total.repeated += s["repeated"]
+        total.examples = sorted([*total.examples, *s["examples"]])[:EXAMPLES]
+    return total
+
+
+def _sorted_ids(path: Path) -> Iterator[bytes]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=_BATCH, columns=["id"]):
+        yield from batch.column(0).to_pylist()
+
+
+def ids_fingerprint_merged(work: str | Path, buckets: int) -> str:
+    """sha256 over the sorted unique ids, each then ``\\0``: the buckets' sorted files
+    merged as they are read (ids are unique across buckets: one id, one bucket)."""
+    h = hashlib.sha256()
+    files = [shared.localize(sorted_file(work, b)) for b in range(buckets)]
+    for raw in heapq.merge(*(_sorted_ids(f) for f in files)):
+        h.update(raw + b"\0")
+    return "sha256:" + h.hexdigest()
