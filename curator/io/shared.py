@@ -169,6 +169,24 @@ def listing(folder: str | os.PathLike[str], pattern: str) -> list[Path]:
     return [base / name for name in sorted(found)]
 
 
+def parquet_rows(path: str | os.PathLike[str]) -> int | None:
+    """The row count in a Parquet file's footer, on this disk or under the area's URL
+    (ranged reads of the footer, never the whole object); ``None`` when it is in
+    neither place."""
+    import pyarrow.parquet as pq
+
+    target = Path(path)
+    if target.is_file():
+        return pq.ParquetFile(target).metadata.num_rows
+    area = _active
+    url = None if area is None else area.url_of(target)
+    if url is None or not storage.isfile(url):
+        return None
+    with storage.store_errors(f"cannot read the footer of {url}", True, url=url), \
+            storage.open_read(url) as f:
+        return pq.ParquetFile(f).metadata.num_rows
+
+
 def localize_dir(path: str | os.PathLike[str]) -> Path:
     """A folder of the area with every file the URL holds under it fetched (those on
     this disk already are kept): the driver reading the work files its units wrote."""
@@ -218,5 +236,5 @@ def remove(path: str | os.PathLike[str]) -> None:
 
 
 __all__ = ["DRIVER_MARKER", "SharedArea", "current", "driving", "exists", "listing",
-           "localize", "localize_dir", "mark_driver", "remove", "remove_tree", "unit",
-           "wrote"]
+           "localize", "localize_dir", "mark_driver", "parquet_rows", "remove", "remove_tree",
+           "unit", "wrote"]

@@ -24,7 +24,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-import pyarrow.parquet as pq
 from pydantic import Field
 
 from curator import models
@@ -218,8 +217,7 @@ class IngestRun(StepRun):
             )
 
         # 3. shards
-        kept = [(sid, pq.ParquetFile(path).metadata.num_rows - dedup.drops.get(sid, 0))
-                for sid, path in parts]
+        kept = [(sid, rows - dedup.drops.get(sid, 0)) for sid, rows in parts]
         shards = plan_shards(kept, config.shard_size)
         for stale in out.glob("part_*.jsonl"):
             if not _is_planned(stale.name, len(shards)):
@@ -277,20 +275,22 @@ def _is_planned(name: str, n: int) -> bool:
         return False
 
 
-def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple[str, str]]:
-    """(source id, staging file) of every parse partition, in input order."""
+def _staged_parts(partitioning: IngestPartitioning, staging: Path) -> list[tuple[str, int]]:
+    """(source id, staged rows) of every parse partition, in input order: the rows from
+    the staging table's footer (on a cluster, a ranged read of the object, not a copy)."""
     parts = []
     for group in partitioning.plan():
         sid = group.get_deterministic_id()
-        path = shared.localize(staging / f"{sid}.parquet")  # the driver reads its ids
-        if not (path.is_file() and shared.exists(records_path(path))):
+        path = staging / f"{sid}.parquet"
+        rows = shared.parquet_rows(path)
+        if rows is None or not shared.exists(records_path(path)):
             raise CuratorError(
                 "checkpoint_output_mismatch",
                 f"partition {sid} is recorded complete but {path} or "
                 f"{records_path(path).name} is missing; "
                 "use a new checkpoint_path or remove the old one",
             )
-        parts.append((sid, str(path)))
+        parts.append((sid, rows))
     return parts
 
 
