@@ -69,6 +69,8 @@ MODEST: dict[str, list[str]] = {
     "cluster_driver_io": ["--mb", "5"],
     # the checkpoint mirror's push and restore, 1,000 and 10,000 partitions, once each
     "checkpoint_mirror": ["--sizes", "1000", "10000", "--repeat", "1"],
+    # 10,000 tiny partitions through the Prefect flow, task runs bounded at 256
+    "prefect_scale": ["--partitions", "10000"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -181,6 +183,12 @@ def verdict(name: str, full: bool = False) -> str:
         return (f"checkpoint mirror at {big['partitions']} partitions: copy "
                 f"{big['copy_ms']} ms under the lock, put {big['put_ms']} ms, restore "
                 f"{big['restore_ms']} ms")
+    if name == "prefect_scale":
+        r = res  # one run: its figures
+        direct = f", direct {r['direct_s']:.0f} s" if "direct_s" in r else ""
+        return (f"prefect at {r['partitions']} partitions (no target; docs/benchmarks.md "
+                f"§12): {r['task_runs']} task runs, flow {r['flow_s']:.0f} s{direct}, "
+                f"server database +{r['db_growth_bytes'] / 1e6:.1f} MB")
     if name == "cluster_driver_io":
         if "skipped" in doc:
             return f"cluster driver I/O: skipped ({doc['skipped']})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,8 +78,6 @@ async def _runs(flow_name: str):
 
 def _wait_for_task_runs(flow_name: str, expected: list[int], timeout: float = 60.0):
     """The server records task runs asynchronously: poll until the counts settle."""
-    import time
-
     deadline = time.monotonic() + timeout
     while True:
         runs = asyncio.run(_runs(flow_name))
@@ -90,6 +89,7 @@ def _wait_for_task_runs(flow_name: str, expected: list[int], timeout: float = 60
 
 
 def test_flow_runs_each_partition_as_a_task_run_and_resumes(prefect_api, tmp_path):
+    """Fewer partitions than the bound on task runs: one task run each, as always."""
     from flows.engine import run_pipeline_flow
 
     inp = _corpus(tmp_path / "in")
@@ -161,3 +161,55 @@ def test_flow_on_ray(prefect_api, ray_local, tmp_path):
     assert result.sources_completed == 4
     runs = _wait_for_task_runs(name, [4])
     assert all(t.state.is_completed() for _, trs, _ in runs for t in trs)
+
+
+def _batch_size(name: str) -> int:
+    """How many partitions a task run named ``<pass>-<first source id>[+<n more>]`` follows."""
+    more = name.rpartition("+")[2]
+    return 1 + int(more) if "+" in name and more.isdigit() else 1
+
+
+def test_partitions_are_batched_into_at_most_the_bound_of_task_runs(
+        prefect_api, tmp_path, monkeypatch):
+    """Bound 3, 10 partitions: 3 task runs (4, 4 and 2 partitions in plan order) cover
+    all 10; the progress artifact reaches 100. Then a failing partition fails its
+    batch's task run, and the flow with the engine's error."""
+    from flows.engine import TASK_RUNS_ENV, run_pipeline_flow
+
+    monkeypatch.setenv(TASK_RUNS_ENV, "3")
+    inp = _corpus(tmp_path / "in", files=10)
+    out = tmp_path / "out"
+    name = f"engine-batch-{uuid.uuid4().hex[:8]}"
+    result = run_pipeline_flow(_pipeline(inp, out), LocalExecutor(workers=2),
+                               tmp_path / "ckpt", flow_name=name, artifact_key=name)
+    assert result.sources_completed == 10 and result.stats["upper.docs"] == 50
+    (fr, trs, arts), = _wait_for_task_runs(name, [3])
+    assert fr.state.is_completed() and all(t.state.is_completed() for t in trs)
+    batches = sorted((t for t in trs if t.name.startswith("flow-test-")),
+                     key=lambda t: t.start_time)
+    assert [_batch_size(t.name) for t in batches] == [4, 4, 2]
+    stems = {p.stem for p in out.iterdir()}
+    firsts = {t.name.removeprefix("flow-test-").rpartition("+")[0] for t in batches}
+    assert len(stems) == 10 and firsts <= stems and len(firsts) == 3
+    progress = [a for a in arts if a.type == "progress"]
+    assert progress and progress[0].data == pytest.approx(100.0)
+
+    failing = f"engine-batch-fail-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(CuratorError) as info:
+        run_pipeline_flow(_pipeline(inp, tmp_path / "out2", fail_on="file 5"),
+                          LocalExecutor(workers=2), tmp_path / "ckpt2", flow_name=failing)
+    assert info.value.error_id == "partition_failed"
+    assert "cannot process file 5" in str(info.value)
+    deadline = time.monotonic() + 60
+    while True:
+        (fr, trs, _), = asyncio.run(_runs(failing))
+        parts = [t for t in trs if t.name.startswith("flow-test-")]
+        settled = parts and all(t.state and t.state.is_final() for t in parts)
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert fr.state.is_failed()
+    assert 2 <= len(parts) <= 3  # the run stops submitting after the failure
+    failed = [t for t in parts if t.state.is_failed()]
+    assert len(failed) == 1 and _batch_size(failed[0].name) == 4
+    assert "cannot process file 5" in (failed[0].state.message or "")
