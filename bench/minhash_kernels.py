@@ -298,6 +298,7 @@ def main() -> None:
     ap.add_argument("--worker")
     ap.add_argument("--corpus")
     ap.add_argument("--limit-mb", type=float)
+    ap.add_argument("--out", type=Path, help="the result file (default bench/results/)")
     args = ap.parse_args()
     if args.worker:
         if args.extra and args.worker not in ("numba", "numpy"):
@@ -329,7 +330,7 @@ def main() -> None:
     for r in results:
         if "digest" in r:
             r["equals_numba"] = r["digest"] == ref
-    out = C.RESULTS_DIR / f"{NAME}.json"
+    out = args.out or C.RESULTS_DIR / f"{NAME}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"name": NAME, "mb": args.mb, "slow_mb": args.slow_mb,
                                "shingling": [SHINGLING.kind, SHINGLING.n],

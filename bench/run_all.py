@@ -71,6 +71,9 @@ MODEST: dict[str, list[str]] = {
     "checkpoint_mirror": ["--sizes", "1000", "10000", "--repeat", "1"],
     # 10,000 tiny partitions through the Prefect flow, task runs bounded at 256
     "prefect_scale": ["--partitions", "10000"],
+    # the MinHash kernels of curate dedup on 8 MB: ours (numba, numpy); the peers when
+    # installed beside (--extra), else their rows say why not
+    "minhash_kernels": ["--mb", "8", "--slow-mb", "1", "--variants", "numba,numpy"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -189,6 +192,11 @@ def verdict(name: str, full: bool = False) -> str:
         return (f"prefect at {r['partitions']} partitions (no target; docs/benchmarks.md "
                 f"§12): {r['task_runs']} task runs, flow {r['flow_s']:.0f} s{direct}, "
                 f"server database +{r['db_growth_bytes'] / 1e6:.1f} MB")
+    if name == "minhash_kernels":
+        rows = {r["variant"]: r for r in doc.get("results", []) if "mb_per_s_cpu" in r}
+        parts = [f"{v} {r['mb_per_s_cpu']:.1f} MB/s per core" for v, r in rows.items()]
+        return ("minhash kernels (no target; docs/decisions/minhash-kernel.md): "
+                + ", ".join(parts))
     if name == "cluster_driver_io":
         if "skipped" in doc:
             return f"cluster driver I/O: skipped ({doc['skipped']})"
