@@ -309,9 +309,11 @@ def _everything_prefect_recorded() -> list[str]:
     texts: list[str] = []
     with get_client(sync_client=True) as client:
         # the server answers at most 200 rows a call: page through all of them
+        def dump(row: Any) -> str:
+            return json.dumps(row.model_dump(mode="json"))
+
         for read, show in ((client.read_logs, lambda r: r.message),
-                           (client.read_flow_runs, lambda r: json.dumps(r.model_dump(mode="json"))),
-                           (client.read_artifacts, lambda r: json.dumps(r.model_dump(mode="json")))):
+                           (client.read_flow_runs, dump), (client.read_artifacts, dump)):
             offset = 0
             while rows := read(limit=200, offset=offset):
                 texts += [show(row) for row in rows]
