@@ -74,6 +74,8 @@ MODEST: dict[str, list[str]] = {
     # the MinHash kernels of curate dedup on 8 MB: ours (numba, numpy); the peers when
     # installed beside (--extra), else their rows say why not
     "minhash_kernels": ["--mb", "8", "--slow-mb", "1", "--variants", "numba,numpy"],
+    # every step of the flow as its own process, 20,000 and 100,000 tiny documents
+    "driver_scale": ["--sizes", "20000,100000", "--quiet-wait", "5"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -196,6 +198,14 @@ def verdict(name: str, full: bool = False) -> str:
         rows = {r["variant"]: r for r in doc.get("results", []) if "mb_per_s_cpu" in r}
         parts = [f"{v} {r['mb_per_s_cpu']:.1f} MB/s per core" for v, r in rows.items()]
         return ("minhash kernels (no target; docs/decisions/minhash-kernel.md): "
+                + ", ".join(parts))
+    if name == "driver_scale":
+        ratios = doc["ratios"]
+        sizes = sorted(int(s) for s in doc["results"])
+        parts = [f"{v} {r['peak']:.2f}x" for v, r in ratios.items() if v != "approve"]
+        met = all(r["peak"] <= 1.25 for r in ratios.values())
+        return (f"driver peak RSS {sizes[0]:,} -> {sizes[-1]:,} documents, <= 1.25x "
+                f"({'met' if met else 'NOT met'}; the issue's sizes are 1 M -> 10 M): "
                 + ", ".join(parts))
     if name == "cluster_driver_io":
         if "skipped" in doc:
