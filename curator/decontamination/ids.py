@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import heapq
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +25,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from curator.errors import CuratorError
-from curator.exchange import BucketTask, Exchange
+from curator.exchange import BucketTask, Exchange, read_summaries, write_summary
 from curator.io import shared
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
@@ -52,10 +50,6 @@ def sorted_file(work: str | Path, bucket: int) -> Path:
     return Path(work) / "sorted" / f"b{bucket:05d}.parquet"
 
 
-def summary_file(work: str | Path, bucket: int) -> Path:
-    return Path(work) / "summary" / f"b{bucket:05d}.json"
-
-
 @dataclass
 class TrainIdStage(ProcessingStage[BucketTask, FileGroupTask]):
     """One bucket of training ids: sorted, unique, its repeated ids counted."""
@@ -78,7 +72,7 @@ class TrainIdStage(ProcessingStage[BucketTask, FileGroupTask]):
         summary = {"documents": frame.height, "unique": unique.height,
                    "repeated": repeated.len(),
                    "examples": [_text(r) for r in repeated.head(EXAMPLES).to_list()]}
-        write_atomic(summary_file(self.work_dir, bucket), json.dumps(summary) + "\n")
+        write_summary(self.work_dir, bucket, summary)
         self.stat_update("ids", frame.height)
         return FileGroupTask(data=[], _metadata={"rows": frame.height})
 
@@ -93,15 +87,7 @@ class IdSummary:
 def summarise(work: str | Path, buckets: int) -> IdSummary:
     """The buckets' summaries, added up; the :data:`EXAMPLES` smallest repeated ids."""
     total = IdSummary(0, 0, [])
-    for bucket in range(buckets):
-        path = shared.localize(summary_file(work, bucket))
-        try:
-            s = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise CuratorError(
-                "checkpoint_output_mismatch",
-                f"bucket {bucket} of the training ids is recorded complete but {path} cannot "
-                f"be read ({exc}); use a new checkpoint_path or remove the old one") from exc
+    for s in read_summaries(work, buckets, "the training ids"):
         total.documents += s["documents"]
         total.repeated += s["repeated"]
         total.examples = sorted([*total.examples, *s["examples"]])[:EXAMPLES]

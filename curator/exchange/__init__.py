@@ -5,8 +5,10 @@ from curator.exchange.buckets import (
     BucketTask,
     Exchange,
     choose_buckets,
+    read_summaries,
+    write_summary,
 )
 from curator.exchange.keyhash import bucket_of, key_hash
 
 __all__ = ["BucketPartitioning", "BucketTask", "Exchange", "bucket_of", "choose_buckets",
-           "key_hash"]
+           "key_hash", "read_summaries", "write_summary"]

@@ -29,8 +29,10 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -125,6 +127,33 @@ class Exchange:
 
     def remove(self) -> None:
         shared.remove_tree(self.root)
+
+
+def summary_file(work: str | Path, bucket: int) -> Path:
+    """Where a reduce unit leaves its bucket's summary (counts, a few examples) for the
+    driver."""
+    return Path(work) / "summary" / f"b{bucket:05d}.json"
+
+
+def write_summary(work: str | Path, bucket: int, summary: dict[str, Any]) -> Path:
+    """A reduce unit's summary of its bucket, atomically; returns its path."""
+    return write_atomic(summary_file(work, bucket), json.dumps(summary, sort_keys=True) + "\n")
+
+
+def read_summaries(work: str | Path, buckets: int, what: str) -> Iterator[dict[str, Any]]:
+    """Every bucket's summary, in bucket order (the driver's whole view of a reduce
+    phase); one that a completed unit should have left and cannot be read is
+    ``checkpoint_output_mismatch``."""
+    for bucket in range(buckets):
+        path = shared.localize(summary_file(work, bucket))
+        try:
+            yield json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CuratorError(
+                "checkpoint_output_mismatch",
+                f"bucket {bucket} of {what} is recorded complete but its summary {path} "
+                f"cannot be read ({exc}); use a new checkpoint_path or remove the old "
+                "one") from exc
 
 
 @dataclass

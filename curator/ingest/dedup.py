@@ -26,7 +26,6 @@ first examples, drops per partition): the driver reads summaries, never ids.
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from curator.errors import CuratorError
-from curator.exchange import BucketTask, Exchange
+from curator.exchange import BucketTask, Exchange, read_summaries, write_summary
 from curator.io import shared
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
@@ -154,10 +152,6 @@ def decisions_folder(work: str | Path, part: str) -> Path:
     return Path(work) / "decisions" / part
 
 
-def summary_file(work: str | Path, bucket: int) -> Path:
-    return Path(work) / "summary" / f"b{bucket:05d}.json"
-
-
 def read_decisions(work: str | Path, part: str) -> pl.DataFrame:
     """Every bucket's decisions about one partition (any node's, through the area)."""
     files = shared.listing(decisions_folder(work, part), "*.parquet")
@@ -196,8 +190,7 @@ class DuplicateStage(ProcessingStage[BucketTask, FileGroupTask]):
         summary = {"bucket": bucket, "ids": ids.height, "duplicate_ids": found.duplicate_ids,
                    "duplicate_groups": found.duplicate_groups, "examples": found.examples,
                    "drops": dict(sorted(drops.items()))}
-        target = summary_file(self.work_dir, bucket)
-        write_atomic(target, json.dumps(summary, sort_keys=True) + "\n")
+        target = write_summary(self.work_dir, bucket, summary)
         self.stat_update("ids", ids.height)
         self.stat_update("duplicate_ids", found.duplicate_ids)
         return FileGroupTask(data=[str(target)], _metadata={"rows": ids.height})
@@ -222,16 +215,7 @@ def summarise(work: str | Path, buckets: int, mode: str) -> DedupResult:
     """The buckets' summaries, added up; the earliest :data:`EXAMPLES` groups kept."""
     result = DedupResult(mode=mode)
     examples: list[dict[str, Any]] = []
-    for bucket in range(buckets):
-        path = shared.localize(summary_file(work, bucket))
-        try:
-            summary = json.loads(path.read_text())  # a completed unit wrote it
-        except (OSError, ValueError) as exc:
-            raise CuratorError(
-                "checkpoint_output_mismatch",
-                f"bucket {bucket} of the duplicate check is recorded complete but its "
-                f"summary {path} cannot be read ({exc}); use a new checkpoint_path or "
-                "remove the old one") from exc
+    for summary in read_summaries(work, buckets, "the duplicate check"):
         result.duplicate_ids += summary["duplicate_ids"]
         result.duplicate_groups += summary["duplicate_groups"]
         for part, n in summary["drops"].items():

@@ -38,10 +38,8 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "curator/steps/decontamination.py": (2, WORK_FILE + " (the scan statistics)"),
     "curator/checkpoint.py": (6, "the checkpoint's LMDB values and its reader process's "
                                  "protocol lines, not files"),
-    "curator/exchange/buckets.py": (1, "the exchange's pinned bucket count, its own "
-                                       "bookkeeping in a work area"),
-    "curator/ingest/dedup.py": (1, WORK_FILE + " (a duplicates bucket's summary)"),
-    "curator/decontamination/ids.py": (1, WORK_FILE + " (a training-ids bucket's summary)"),
+    "curator/exchange/buckets.py": (2, "the exchange's pinned bucket count and its reduce "
+                                       "units' bucket summaries: work files"),
     "curator/completion.py": (1, "per-partition statistics in memory"),
     "curator/checkpoint_mirror.py": (2, "the checkpoint mirror's own bookkeeping (its "
                                         "generation marker and local state), not files "
