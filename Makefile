@@ -39,7 +39,7 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check curator curator_demo curator_testing executors flows tests bench examples deployments docs/decisions
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -q -ra --durations=40 -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check curator curator_demo curator_testing executors flows tests bench examples deployments docs/decisions
