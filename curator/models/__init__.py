@@ -23,6 +23,7 @@ from curator.models.audit_report import AuditReport, Finding
 from curator.models.checkpoint_summary import CheckpointSummary
 from curator.models.curation_ledger import CurationLedger
 from curator.models.decontamination_report import DecontaminationReport
+from curator.models.dedup_report import DedupReport
 from curator.models.evaluation_report import EvaluationReport
 from curator.models.flow_plan import FlowPlanFile, PlannedStep, StepMarker
 from curator.models.flow_report import FlowReportFile, FlowStepEntry
@@ -55,6 +56,7 @@ MODEL_BY_NAME: dict[str, type[ArtifactModel]] = {
     "curation_ledger.json": CurationLedger,
     "audit_report.json": AuditReport,
     "decontamination_report.json": DecontaminationReport,
+    "dedup_report.json": DedupReport,
     "subset_report.json": SubsetReport,
     "plan.json": SubsetPlan,
     "flow_plan.json": FlowPlanFile,
@@ -137,6 +139,7 @@ def build(model: type[M], data: dict[str, Any]) -> dict[str, Any]:
 __all__ = [
     "ARTIFACT_INVALID", "MODEL_BY_NAME", "ArtifactModel", "AuditReport",
     "CheckpointSummary", "CompletionArtifact", "CurationLedger", "DecontaminationReport",
+    "DedupReport",
     "ErrorBlock", "EvaluationReport", "Execution", "Finding", "FlowPlanFile",
     "FlowReportFile", "FlowStepEntry",
     "IngestReport", "ParquetCopy", "ParquetShard", "PlannedStep", "Producer", "ProfileReport",

@@ -16,6 +16,7 @@ STEP_MODULES: tuple[str, ...] = (
     "curator.steps.profile",
     "curator.steps.filter",
     "curator.steps.audit",
+    "curator.steps.dedup",
     "curator.steps.decontamination",
     "curator.steps.subset",
 )

@@ -46,6 +46,9 @@ KEYS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
                {"quality_filters": {"min_words": 40, "max_words": 100000}}),
     # the target is a filter's output (made by make_world); the paths are added there
     "audit": ({"mode": "integrity"}, {"mode": "digest"}),
+    # the input is ingest's output (unique canonical ids; made by make_world)
+    "dedup": ({"id_field": "id", "source_field": "source", "partition_size": "32KB"},
+              {"shingle": "chars", "n": 4, "threshold": 0.3}),
     # training shards with unique ids and a planted holdout (made by make_world)
     "decontamination": ({"id_field": "id", "partition_size": "64KB"},
                         {"containment": {"enabled": False}}),
@@ -83,7 +86,7 @@ def make_world(key: str, input_key: str, folder: Path) -> World:
     if key == "decontamination":
         train, holdout = decontamination_world(folder / "decontamination")
         return World(train, {**keys, "holdout_glob": str(holdout)}, variant, input_key)
-    if key == "subset":  # tiers of what a real ingest run wrote (ids unique)
+    if key in ("subset", "dedup"):  # what a real ingest run wrote (ids unique)
         return World(ingested_world(raw, folder / "ingested"), keys, variant, input_key)
     return World(raw, keys, variant, input_key)
 
