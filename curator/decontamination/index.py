@@ -1,4 +1,5 @@
-"""The holdout's index, built once in the driver and read by every worker.
+"""The holdout's index, built by units (:mod:`curator.decontamination.holdout`) and
+read by every scan worker.
 
 Two kinds, one layout (a sorted key array and CSR postings of holdout document
 indices), stored as ``.npy`` files in the step's work directory and memory-mapped by
@@ -20,7 +21,7 @@ one 64-bit word (:func:`filter_test`), 16 to 32 bits per key.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from curator.io.writers import atomic_file, write_atomic
 
 META = "index.json"
 FILES = ("keys", "offsets", "postings", "sizes", "required", "bitmap", "doc_offsets",
-         "doc_hashes")
+         "doc_hashes", "part_starts", "id_keys", "id_offsets", "id_postings")
 _MASK64 = (1 << 64) - 1
 
 
@@ -99,6 +100,23 @@ class HoldoutIndex:
     doc_hashes: np.ndarray
     kind: str
     meta: dict[str, Any]
+    # the merged index's: where each holdout partition's documents start, and the
+    # identity keys' table (their sorted hashes, CSR postings of holdout documents)
+    part_starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    id_keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    id_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    id_postings: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+    def identity(self, hashes: np.ndarray) -> dict[int, list[int]]:
+        """``{position: holdout documents}``: for each identity-key hash that some holdout
+        key has, those documents, in holdout order (a caller compares the keys
+        themselves: hashes may collide)."""
+        if not len(self.id_keys) or not len(hashes):
+            return {}
+        at = np.minimum(np.searchsorted(self.id_keys, hashes), len(self.id_keys) - 1)
+        hit = np.flatnonzero(self.id_keys[at] == hashes)
+        return {int(i): [int(x) for x in self.id_postings[
+            self.id_offsets[at[i]]:self.id_offsets[at[i] + 1]]] for i in hit}
 
     def maybe(self, hashes: np.ndarray) -> np.ndarray:
         """A mask of the hashes that may be keys (no false negatives)."""
@@ -164,6 +182,30 @@ def _pairs(hashes: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return h[first], d[first]
 
 
+def assemble(hashes: np.ndarray, docs: np.ndarray, presorted: bool = False,
+             bitmap: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(keys, offsets, postings, filter words)`` of ``(hash, document)`` pairs: the keys
+    sorted and unique, each key's documents in order, once (``presorted``: the pairs
+    already are, as :func:`_pairs` leaves them)."""
+    h_sorted, d_sorted = (hashes, docs) if presorted else _pairs(hashes, docs)
+    starts = np.flatnonzero(np.r_[True, h_sorted[1:] != h_sorted[:-1]]) if len(h_sorted) \
+        else np.empty(0, np.int64)
+    keys = h_sorted[starts]
+    offsets = np.r_[starts, len(d_sorted)].astype(np.int64)
+    postings = d_sorted.astype(np.int64)
+    if not bitmap:
+        return keys, offsets, postings, np.zeros(0, np.uint64)
+    words = 1 << 14
+    while words * 64 < 16 * len(keys) and words < (1 << 25):
+        words <<= 1
+    bits = np.zeros(words, dtype=np.uint64)
+    if len(keys):
+        word, mask = filter_test(keys, words)  # word sorted, as the keys are (high bits)
+        at = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
+        bits[word[at]] = np.bitwise_or.reduceat(mask, at)
+    return keys, offsets, postings, bits
+
+
 def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashParams,
                 min_fraction: float = 1.0) -> HoldoutIndex:
     """The index of the holdout's normalised texts (document ``i`` is ``norms[i]``).
@@ -207,19 +249,7 @@ def build_index(kind: str, shingling: Shingling, norms: list[str], mh: MinHashPa
         doc_hashes = h_o[by_doc]
         doc_offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
         h_sorted, d_sorted = _pairs(h_o[keep], d_o[keep])
-    starts = np.flatnonzero(np.r_[True, h_sorted[1:] != h_sorted[:-1]]) if len(h_sorted) \
-        else np.empty(0, np.int64)
-    keys = h_sorted[starts]
-    offsets = np.r_[starts, len(d_sorted)].astype(np.int64)
-    postings = d_sorted.astype(np.int64)
-    words = 1 << 14
-    while words * 64 < 16 * len(keys) and words < (1 << 25):
-        words <<= 1
-    bitmap = np.zeros(words, dtype=np.uint64)
-    if len(keys):
-        word, mask = filter_test(keys, words)  # word sorted, as the keys are (high bits)
-        at = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
-        bitmap[word[at]] = np.bitwise_or.reduceat(mask, at)
+    keys, offsets, postings, bitmap = assemble(h_sorted, d_sorted, presorted=True)
     meta = {"kind": kind, "shingling": shingling.describe(), "documents": n_docs,
             "keys": len(keys)}
     if kind == "minhash":

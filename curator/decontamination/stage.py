@@ -22,6 +22,7 @@ import orjson
 from curator.corpus.formats import CountingSink, shard_name, summary_path
 from curator.corpus.reading import iter_records
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection
+from curator.decontamination.holdout import HoldoutDocuments, key_hashes
 from curator.decontamination.ids import id_frame
 from curator.decontamination.index import HoldoutIndex, MinHashParams, load_index, signatures
 from curator.decontamination.kernel import CandidateWindows, shared_counts
@@ -34,7 +35,6 @@ from curator.decontamination.text import (
     normalize_many,
     shingle_hashes,
     shingle_set,
-    url_hosts,
     window_hashes,
 )
 from curator.errors import CuratorError
@@ -49,7 +49,6 @@ BATCH_DOCS = 2048
 BATCH_CHARS = 1_000_000
 #: the rules, in the order a removal names them
 IDENTITY, JACCARD, CONTAINMENT = "identity", "jaccard", "containment"
-HOLDOUT_FILE = "holdout.json"
 
 
 def scan_work_file(work_dir: str | Path, sid: str) -> Path:
@@ -109,24 +108,24 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         return state
 
     # -- what every partition shares, loaded once per worker ------------------------
-    def _holdout(self) -> dict[str, Any]:
-        if "holdout" not in self._cache:
-            data = json.loads(shared.localize(Path(self.work_dir) / HOLDOUT_FILE)
-                              .read_text("utf-8"))
-            data["sets"] = {}
-            data["hosts"] = url_hosts(data["keys"])
-            self._cache["holdout"] = data
-        return self._cache["holdout"]
-
     def _index(self) -> HoldoutIndex:
         if "index" not in self._cache:
-            self._cache["index"] = load_index(Path(self.index_dir), self.index_meta)
+            index = load_index(Path(self.index_dir), self.index_meta)
+            self._cache["index"] = index
+            self._cache["docs"] = HoldoutDocuments(self.work_dir, index)
+            self._cache["hosts"] = frozenset(index.meta.get("hosts", ()))
+            self._cache["sets"] = {}
         return self._cache["index"]
 
+    def _docs(self) -> HoldoutDocuments:
+        self._index()
+        return self._cache["docs"]
+
     def _holdout_set(self, h: int) -> set[str]:
-        sets = self._holdout()["sets"]
+        self._index()
+        sets = self._cache["sets"]
         if h not in sets:
-            sets[h] = shingle_set(self._holdout()["norms"][h], self.shingling)
+            sets[h] = shingle_set(self._docs().norm(h), self.shingling)
         return sets[h]
 
     # -- the partition -----------------------------------------------------------------
@@ -180,19 +179,23 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         if not batch:
             return
         r = self.rules
-        holdout = self._holdout()
-        keys: dict[str, list[int]] = holdout["keys"]
+        index, docs = self._index(), self._docs()
         text_field = self.records.text_field
         matches: dict[int, dict[int, set[str]]] = {}  # only the batch's matched documents
         fields: Counter[str] = Counter()
-        for i, (_, _, _, record, doc_id) in enumerate(batch):
+        keys: list[str] = []
+        for _, _, _, record, doc_id in batch:
             field_name, key = identity_key(record, doc_id, record[text_field], "train",
                                            r.prefer_id_field, r.shared_id_space,
-                                           holdout["hosts"])
+                                           self._cache["hosts"])
             fields[field_name] += 1
-            for h in keys.get(key, ()):
+            keys.append(key)
+        for i, found in sorted(index.identity(key_hashes(keys)).items()):
+            for h in found:
+                if docs.key(h) != keys[i]:  # another key of the same hash
+                    continue
                 matches.setdefault(i, {}).setdefault(h, set()).add(IDENTITY)
-                st.group(key, doc_id, holdout["ids"][h])
+                st.group(keys[i], batch[i][4], docs.id(h))
         st.key_fields.update(fields)
         norm = _Norms([rec[self.records.text_field] for _, _, _, rec, _ in batch],
                       self.shingling.normalization)
@@ -216,7 +219,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                 measured = None if r.skip_similarity else verify(mine, self._holdout_set(h))
                 if measured is None:
                     if not r.skip_similarity:
-                        st.unverifiable(doc_id, holdout["ids"][h])
+                        st.unverifiable(doc_id, docs.id(h))
                     jac = cont = None
                 else:
                     jac, cont = measured
@@ -228,7 +231,7 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                     if rules - {IDENTITY}:
                         st.counts["verified_duplicates"] += 1
                 if rules:
-                    pairs.append(_pair(doc_id, holdout["ids"][h], jac, cont, rules,
+                    pairs.append(_pair(doc_id, docs.id(h), jac, cont, rules,
                                        measured is not None))
             if not pairs:
                 lines.append(line)

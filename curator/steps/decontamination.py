@@ -5,13 +5,15 @@ One straight line:
 1. refuse what cannot be right before anything is written: no holdout, inputs that
    match nothing, a holdout whose ids are missing or repeated, identity key spaces that
    cannot meet (``identity_key_spaces_disjoint``);
-2. in the driver: read the holdout once (its fingerprint and the digest of its bytes
-   taken before), normalise it, build its index (exact shingle index, or MinHash
-   bands) into ``.npy`` files in the work directory;
-3. scan (engine pass, one unit per source partition): each training partition against
+2. in the driver: read the holdout once as a stream (its ids, fingerprint, key fields
+   and the digest of its bytes taken before; no text is kept);
+3. holdout (engine pass, one unit per holdout partition) and holdout_index (one unit):
+   the holdout normalised, shingled and indexed by units into ``.npy`` files in the
+   work directory (:mod:`curator.decontamination.holdout`);
+4. scan (engine pass, one unit per source partition): each training partition against
    the index, kept documents into ``part_<i>.jsonl``, removed ones with the proof into
    ``removed/part_<i>.jsonl``;
-4. after: the training ids unique, the holdout's bytes unchanged (``holdout_modified``,
+5. after: the training ids unique, the holdout's bytes unchanged (``holdout_modified``,
    exit 3), then ``decontamination_report.json``.
 """
 
@@ -40,33 +42,19 @@ from curator.corpus.formats import (
 )
 from curator.corpus.reading import iter_records, split_lines
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection, classify_line
+from curator.decontamination.holdout import HoldoutStage, IndexMergeStage, OneUnit
 from curator.decontamination.ids import TrainIdStage, ids_fingerprint_merged
 from curator.decontamination.ids import summarise as summarise_ids
-from curator.decontamination.index import (
-    MinHashParams,
-    banding_recall,
-    build_index,
-    save_index,
-)
+from curator.decontamination.index import MinHashParams, banding_recall
 from curator.decontamination.report import REPORT_NAME, SCHEMA_VERSION, build_report, render
-from curator.decontamination.stage import (
-    HOLDOUT_FILE,
-    Rules,
-    ScanStage,
-    scan_work_file,
-)
-from curator.decontamination.text import (
-    Normalization,
-    Shingling,
-    identity_key,
-    normalize_many,
-)
+from curator.decontamination.stage import Rules, ScanStage, scan_work_file
+from curator.decontamination.text import Normalization, Shingling, identity_key
 from curator.errors import CuratorError
 from curator.exchange import BucketPartitioning, Exchange, choose_buckets
 from curator.execution import Executor
 from curator.io import shared, storage
 from curator.io.partitioning import FilePartitioningStage, parse_size, resolve_input_files
-from curator.io.writers import safe_name, write_atomic
+from curator.io.writers import safe_name
 from curator.models import DecontaminationReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
@@ -227,7 +215,6 @@ class DecontaminationRun(StepRun):
         self.report_path = self.out / REPORT_NAME
         self.files: list[str] = []
         self.holdout_files: list[str] = []
-        self.holdout: dict[str, Any] = {}
         self.holdout_split: dict[str, Any] = {}
         self.holdout_key_fields: dict[str, int] = {}
         self.scans: list[dict[str, Any]] = []
@@ -259,22 +246,35 @@ class DecontaminationRun(StepRun):
         self.partitions = FilePartitioningStage(file_paths=self.files,
                                                 blocksize=cfg.partition_size)
 
-    def prepare(self) -> None:
-        """The holdout's shingle index (:func:`curator.decontamination.index.build_index`)."""
+    def _index_holdout(self) -> tuple[Path, dict[str, Any]]:
+        """The holdout phases (:mod:`curator.decontamination.holdout`); return the index's
+        folder and the meta a scan checks it against."""
         cfg = self.config
-        rules = cfg.rules()
-        self.index = build_index(cfg.candidates, cfg.shingling(), self.holdout["norms"],
-                                 rules.minhash, rules.min_fraction)
+        rules, shingling = cfg.rules(), cfg.shingling()
+        meta: dict[str, Any] = {"kind": cfg.candidates, "shingling": shingling.describe()}
+        if cfg.candidates == "minhash":
+            mh = rules.minhash
+            meta["minhash"] = {"seed": mh.seed, "num_bands": mh.num_bands,
+                               "minhashes_per_band": mh.minhashes_per_band}
+        else:
+            meta["min_fraction"] = rules.min_fraction
+        parts = FilePartitioningStage(file_paths=self.holdout_files,
+                                      blocksize=cfg.partition_size)
+        self.phase("holdout", parts, HoldoutStage(
+            records=self._spec(), shingling=shingling, kind=cfg.candidates,
+            minhash=rules.minhash, min_fraction=rules.min_fraction,
+            skip_similarity=cfg.skip_similarity, prefer_id_field=cfg.prefer_id_field,
+            shared_id_space=cfg.shared_id_space, work_dir=str(self.work)))
+        index_dir = self.work / "index"
+        self.phase("holdout_index", OneUnit(files=list(self.holdout_files)), IndexMergeStage(
+            parts=partition_ids(parts), kind=cfg.candidates, meta=meta,
+            work_dir=str(self.work), index_dir=str(index_dir)))
+        return index_dir, meta
 
     def execute(self) -> None:
         cfg = self.config
         shingling = cfg.shingling()
-        index = self.index
-        index_dir = self.work / "index"
-        save_index(index, index_dir)
-        write_atomic(self.work / HOLDOUT_FILE, json.dumps(
-            {"ids": self.holdout["ids"], "norms": self.holdout["norms"],
-             "keys": self.holdout["keys"]}, sort_keys=True, ensure_ascii=False))
+        index_dir, index_meta = self._index_holdout()
         sids = partition_ids(self.partitions)
         ids = Exchange.open(self.work / "exchange-ids", choose_buckets(
             len(sids) * (parse_size(cfg.partition_size) or 1 << 26),
@@ -284,7 +284,7 @@ class DecontaminationRun(StepRun):
             records=RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
                                require_id=True),
             shingling=shingling, rules=cfg.rules(), index_dir=str(index_dir),
-            index_meta=index.meta, work_dir=str(self.work), output_dir=str(self.out),
+            index_meta=index_meta, work_dir=str(self.work), output_dir=str(self.out),
             removed_dir=str(self.removed_dir), index={sid: i for i, sid in enumerate(sids)},
             ids=ids)
         self.phase("scan", self.partitions, stage)
@@ -356,12 +356,9 @@ class DecontaminationRun(StepRun):
 
     def _read_holdout(self) -> None:
         cfg = self.config
-        ids: list[str] = []
-        texts: list[str] = []
-        keys: dict[str, list[int]] = {}
+        ids: list[str] = []  # the holdout's, to refuse a repeated one before any work
         fields: dict[str, int] = {}
         skipped: dict[str, int] = {}
-        n = cfg.shingling().normalization
         for path in self.holdout_files:
             for offset, _, record in iter_records(path, None, self._spec()):
                 if type(record) is Rejection:
@@ -373,12 +370,10 @@ class DecontaminationRun(StepRun):
                     continue
                 doc_id = str(record[cfg.id_field])
                 text = record[cfg.text_field]
-                field, key = identity_key(record, doc_id, text, "holdout", cfg.prefer_id_field,
-                                          cfg.shared_id_space)
+                field = identity_key(record, doc_id, text, "holdout", cfg.prefer_id_field,
+                                     cfg.shared_id_space)[0]
                 fields[field] = fields.get(field, 0) + 1
-                keys.setdefault(key, []).append(len(ids))
                 ids.append(doc_id)
-                texts.append(text if not cfg.skip_similarity else "")
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
             dups = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
@@ -387,7 +382,6 @@ class DecontaminationRun(StepRun):
         if not ids:
             raise CuratorError("holdout_empty", f"holdout_glob {cfg.holdout_files_spec!r} "
                                "holds no documents")
-        self.holdout = {"ids": ids, "norms": normalize_many(texts, n), "keys": keys}
         self.holdout_key_fields = dict(sorted(fields.items()))
         self.holdout_split = {
             "documents": len(ids), "fingerprint": ids_fingerprint(ids),
@@ -541,7 +535,9 @@ SPEC = StepSpec(
          "containment), with the proof of each removal.",
     config=DecontaminationConfig,
     run=run_decontamination,
-    phases=(Phase("scan", "decontaminate", "scan.documents"),
+    phases=(Phase("holdout", "index the holdout", "holdout.documents"),
+            Phase("holdout_index", "merge the holdout index", "holdout_index.documents"),
+            Phase("scan", "decontaminate", "scan.documents"),
             Phase("ids", "check training ids", "train_ids.ids")),
     output_subdir="decontaminated",
     completion_name=lambda cfg: REPORT_NAME,

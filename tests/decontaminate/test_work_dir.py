@@ -18,10 +18,11 @@ def test_work_files_live_in_work_dir_and_a_run_resumes_from_there(
     original = StepRun.phase
     seen: list[Path] = []
 
-    def phase(self: StepRun, *args: Any, **kwargs: Any) -> Any:
-        original(self, *args, **kwargs)
-        seen.append(self.work)
-        raise CuratorError("injected_failure", "after the scan")
+    def phase(self: StepRun, name: str, *args: Any, **kwargs: Any) -> Any:
+        original(self, name, *args, **kwargs)
+        if name == "scan":
+            seen.append(self.work)
+            raise CuratorError("injected_failure", "after the scan")
 
     keys = {"work_dir": str(tmp_path / "cache"),
             "execution": {"executor": "inline", "checkpoint_path": str(tmp_path / "ckpt")}}
@@ -37,7 +38,8 @@ def test_work_files_live_in_work_dir_and_a_run_resumes_from_there(
     assert not (tmp_path / "out" / ".decontamination-work").exists()
 
     report = decon(rows("t", 3), holdout, **keys)
-    assert report["producer"]["resumed_partitions"] == 1
+    # the holdout's partition, the index's merge and the scan's partition
+    assert report["producer"]["resumed_partitions"] == 3
     assert report["completed_at"] and not work.exists()
 
 

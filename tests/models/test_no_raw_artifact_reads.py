@@ -34,7 +34,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "curator/corpus/fingerprint.py": (1, WORK_FILE),
     "curator/corpus/formats.py": (1, WORK_FILE + " (the summary a shard's writer leaves)"),
     "curator/decontamination/index.py": (1, WORK_FILE + " (the holdout index's meta)"),
-    "curator/decontamination/stage.py": (1, WORK_FILE + " (the holdout's keys)"),
     "curator/steps/decontamination.py": (2, WORK_FILE + " (the scan statistics)"),
     "curator/checkpoint.py": (6, "the checkpoint's LMDB values and its reader process's "
                                  "protocol lines, not files"),
