@@ -8,7 +8,8 @@ Proved from disk, without the subset's own code (``curator.subset`` is not impor
   with its own library (``tiktoken`` with the ranks ``bpe-openai`` ships, or
   ``tokenizers`` for a ``tokenizer.json``) only if its vocabulary's sha256 equals the
   recorded revision; otherwise the counts are not recomputed and the block says so;
-- each stratum's deviation, recomputed from ``plan.json`` (strata's ids, quotas) and the
+- each stratum's deviation, recomputed from ``plan.json`` (quotas; each id's stratum from
+  its per-range id files, schema 3, or its ``strata`` lists, schema 2) and the
   recounted documents, equals the report's ``per_stratum_deviation``
   (``subset_deviation_mismatch``); every tier document is in a planned stratum
   (``subset_unplanned_document``); the written count equals ``document_count``
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
@@ -103,6 +106,22 @@ def _read_plan(path: str | None) -> SubsetPlan | None:
         return None
 
 
+def _strata_of(plan: SubsetPlan, plan_at: str) -> dict[str, str]:
+    """Each planned id's stratum: from the per-range id files (schema 3, Parquet beside
+    ``plan.json``) or the ``strata`` lists (schema 2). ``OSError`` when a file is not
+    there or not an id file."""
+    if plan.strata is not None:
+        return {i: key for key, ids in plan.strata.items() for i in ids}
+    out: dict[str, str] = {}
+    for r in plan.ranges or []:
+        try:
+            table = pq.read_table(Path(plan_at).parent / r.file, columns=["id", "stratum"])
+        except (pa.ArrowInvalid, KeyError) as exc:
+            raise OSError(f"{r.file}: {exc}") from exc
+        out.update(zip(table["id"].to_pylist(), table["stratum"].to_pylist(), strict=True))
+    return out
+
+
 def check_subset(report_path: Path, root: Path | None = None) -> Block:
     """Prove ``subset_report.json`` from the tiers on disk and ``plan.json``; with
     ``root`` (a whole-root audit) the paths it records are read under that root
@@ -139,8 +158,15 @@ def check_subset(report_path: Path, root: Path | None = None) -> Block:
     if plan is None:
         findings.append(finding("subset_plan_unreadable",
                                 f"plan.json {report.plan!r} cannot be read"))
-    stratum_of = {i: key for key, ids in ((plan.strata if plan else None) or {}).items()
-                  for i in ids}
+    stratum_of: dict[str, str] = {}
+    if plan is not None and plan_at is not None:
+        try:
+            stratum_of = _strata_of(plan, plan_at)
+        except OSError as exc:
+            findings.append(finding("subset_plan_unreadable",
+                                    f"plan.json {report.plan!r}: an id file cannot be read "
+                                    f"({exc})"))
+            plan = None
     count, how = _counter(unit, tok)
     tiers_out: list[dict[str, Any]] = []
     previous: set[str] | None = None

@@ -8,7 +8,7 @@ from curator.exchange.buckets import (
     read_summaries,
     write_summary,
 )
-from curator.exchange.keyhash import bucket_of, key_hash
+from curator.exchange.keyhash import bucket_of, key_hash, range_of
 
 __all__ = ["BucketPartitioning", "BucketTask", "Exchange", "bucket_of", "choose_buckets",
-           "key_hash", "read_summaries", "write_summary"]
+           "key_hash", "range_of", "read_summaries", "write_summary"]

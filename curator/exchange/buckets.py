@@ -37,7 +37,7 @@ from typing import Any
 import polars as pl
 
 from curator.errors import CuratorError
-from curator.exchange.keyhash import bucket_of
+from curator.exchange.keyhash import bucket_of, range_of
 from curator.io import shared
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
@@ -96,13 +96,17 @@ class Exchange:
     def folder(self, bucket: int) -> Path:
         return Path(self.root) / f"n{self.buckets}" / f"b{bucket:05d}"
 
-    def write(self, source: str, frame: pl.DataFrame, key: str) -> dict[int, int]:
+    def write(self, source: str, frame: pl.DataFrame, key: str,
+              ranged: bool = False) -> dict[int, int]:
         """A map unit's records, each to the bucket of its ``key`` column; return the rows
-        written per bucket. Empty buckets get no file."""
+        written per bucket. Empty buckets get no file. ``ranged``: ``key`` is already a
+        uint64 hash, and buckets are ranges of it (:func:`range_of`), not its modulo."""
         if frame.is_empty():
             return {}
+        where = (range_of(frame[key].to_numpy(), self.buckets) if ranged
+                 else bucket_of(frame[key], self.buckets))
         parts = frame.with_columns(
-            _bucket=pl.Series(bucket_of(frame[key], self.buckets))
+            _bucket=pl.Series(where)
         ).partition_by("_bucket", as_dict=True, maintain_order=True, include_key=False)
         written = {}
         name = _file_name(source)

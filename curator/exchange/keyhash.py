@@ -56,6 +56,15 @@ def key_hash(keys: pa.Array | pa.ChunkedArray | pl.Series) -> np.ndarray:
     return out
 
 
+def range_of(hashes: np.ndarray, buckets: int) -> np.ndarray:
+    """Each uint64 hash's bucket in ``0..buckets-1`` (int32) by its top 32 bits,
+    ``floor(top * buckets / 2**32)``: bucket ``b`` holds one contiguous range of hashes,
+    and every hash in it is below every hash of bucket ``b + 1`` (range partitioning,
+    for a reducer that needs a global order, e.g. the subset's plan)."""
+    top = np.asarray(hashes, dtype=np.uint64) >> np.uint64(32)
+    return ((top * np.uint64(buckets)) >> np.uint64(32)).astype(np.int32)
+
+
 def bucket_of(keys: pa.Array | pa.ChunkedArray | pl.Series, buckets: int) -> np.ndarray:
     """Each key's bucket in ``0..buckets-1`` (int32): its hash modulo ``buckets``."""
     return (key_hash(keys) % np.uint64(buckets)).astype(np.int32)

@@ -8,12 +8,17 @@ One straight line:
 2. count (engine pass, one unit per source partition): every document's units, from
    the token cache when its id and text digest are there; ids hashed into the global
    order; per-partition arrays in the work directory;
-3. plan (in memory, over compact arrays): ids unique, strata, D'Hondt quotas, the
-   prefixes; nesting verified on the plan; ``plan.json`` written before any tier;
+3. plan, on the exchange (:mod:`curator.subset.ranges`): the count pass sends every
+   document to the range of the global order its hash falls in; a ``rank`` unit per
+   range sorts it, finds repeated ids and names strata; the driver adds up the table
+   strata x ranges and computes the D'Hondt quotas and, per tier and stratum, the range
+   where its prefix ends; a ``select`` unit per range gives each document its first
+   tier (resolving the cut where one ends there) and writes the range's id file;
+   ``plan.json`` (a summary listing those files) written before any tier;
 4. write (engine pass): each partition's lines copied into the tiers they belong to,
    ``budget_<N>_<unit>/part_<i>.jsonl``;
-5. verify: the ids read back from every tier's shards must be the planned ones and
-   nest (``tier_write_mismatch`` removes every tier); ``subset_report.json`` last.
+5. verify: each writer reads its shards back; they must hold the planned ids and nest
+   (``tier_write_mismatch`` removes every tier); ``subset_report.json`` last.
 """
 
 from __future__ import annotations
@@ -26,8 +31,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field, field_validator
 
@@ -47,11 +50,12 @@ from curator.corpus.formats import (
 )
 from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
+from curator.exchange import BucketPartitioning, Exchange, choose_buckets
 from curator.execution import Executor
 from curator.io import shared, storage
 from curator.io.parquet_export import shard_order
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
-from curator.io.writers import atomic_file, write_atomic
+from curator.io.writers import write_atomic
 from curator.models import SubsetReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
@@ -65,7 +69,21 @@ from curator.steps.spec import (
     without_sidecars,
 )
 from curator.subset.counting import BUNDLED, TokenizerId, identify
-from curator.subset.planning import Plan, make_plan, verify_nesting
+from curator.subset.planning import (
+    PlanTotals,
+    finish_plan,
+    plan_table,
+    score_cut_points,
+)
+from curator.subset.ranges import (
+    IDS_DIR,
+    RankStage,
+    SelectStage,
+    found_cuts,
+    gather,
+    ids_file,
+    refuse_repeated,
+)
 from curator.subset.report import (
     PICTURE_NAME,
     PLAN_SCHEMA_VERSION,
@@ -81,7 +99,6 @@ from curator.subset.stages import (
     CountStage,
     WriteStage,
     count_file,
-    select_file,
     tier_dir,
     written_file,
 )
@@ -215,11 +232,10 @@ class SubsetRun(StepRun):
         self.tok = TokenizerId(None, None)
         self.budgets = sorted(config.token_budgets)
         self.stats: dict[str, float] = {}
-        self.plan: Plan | None = None
+        self.plan: PlanTotals | None = None
         self.written: list[int] = []
         self.nested = False
         self.sids: list[str] = []
-        self._sizes: list[int] = []
 
     @property
     def unit(self) -> str:
@@ -267,6 +283,7 @@ class SubsetRun(StepRun):
         for p in self.out.glob("budget_*"):
             if p.is_dir():
                 shutil.rmtree(p)
+        shutil.rmtree(self.out / IDS_DIR, ignore_errors=True)
         for name in (PLAN_NAME, REPORT_NAME, PICTURE_NAME):
             (self.out / name).unlink(missing_ok=True)
 
@@ -281,87 +298,80 @@ class SubsetRun(StepRun):
         index = {sid: i for i, sid in enumerate(self.sids)}
         spec = RecordSpec(text_field=cfg.text_field, id_field=cfg.id_field,
                           source_field=cfg.source_field, require_id=True)
+        exchange = Exchange.open(self.work / "exchange", choose_buckets(
+            sum(storage.size(f) for f in self.files), cfg.execution.exchange_buckets))
         result = self.phase("count", self.partitions, CountStage(
             records=spec, tokenizer=self.tok, seed=cfg.seed,
             score_field=cfg.quality_score_field, index=index, work_dir=str(self.work),
-            cache_dir=self.cache_dir))
+            cache_dir=self.cache_dir, exchange=exchange))
         self.stats = dict(result.stats)
-        ids = self._plan()
-        # the plan is verified and on disk before any tier
-        verify_nesting([set(self._planned(t, ids)) for t in range(len(self.budgets))])
-        self._write_selection()
-        result = self.phase("write", self.partitions, WriteStage(
-            tiers=self.tier_dirs(), index=index, work_dir=str(self.work),
-            output_dir=str(self.out), id_field=self.config.id_field))
-        self.stats.update(result.stats)
-        self._verify_written(ids)
-
-    def _load(self) -> pa.Table:
-        tables = [pq.read_table(shared.localize(count_file(self.work, i)))
-                  for i in range(len(self.sids))]
-        return pa.concat_tables(tables) if tables else pa.table({})
-
-    def _plan(self) -> list[str]:
-        cfg = self.config
-        table = self._load()
-        if not table.num_rows:
+        if not int(self.stats.get("count.documents", 0)):
             n = int(self.stats.get("count.skipped_missing_id", 0))
             raise CuratorError(
                 "no_documents",
                 f"no document with a text and an id {cfg.id_field!r} was read"
                 + (f" ({n} records have no {cfg.id_field!r}: is id_field right?)" if n else ""))
-        ids = pl.Series("id", table["id"]) if table.num_rows else pl.Series("id", [], pl.String)
-        scores = (table["score"].to_numpy(zero_copy_only=False)
-                  if cfg.quality_score_field else None)
-        self.plan = make_plan(
-            ids, table["hash"].to_numpy(), table["tokens"].to_numpy(),
-            _codes(table["source"]), scores, self.budgets, cfg.length_bands, self.unit)
-        id_list = ids.to_list()
-        body = plan_json(self.plan, id_list, seed=cfg.seed, budgets=self.budgets,
+        cut_points = self._score_cut_points()
+        # rank: each range of the order sorted; the driver keeps the table strata x ranges
+        self.phase("rank", BucketPartitioning(exchange=exchange), RankStage(
+            exchange=exchange, bands=list(cfg.length_bands), work_dir=str(self.work),
+            cut_points=cut_points))
+        table = gather(self.work, exchange.buckets)
+        refuse_repeated(table)
+        plan, cuts = plan_table(table.strata, table.docs, table.tokens, table.shortest,
+                                self.budgets, self.unit, cut_points or [])
+        # select: each range's documents' first tier; only a cut range resolves its cut
+        self.phase("select", BucketPartitioning(exchange=exchange), SelectStage(
+            strata=plan.strata, cuts=cuts, budgets=self.budgets, work_dir=str(self.work),
+            output_dir=str(self.out)))
+        self.plan = finish_plan(plan, cuts, found_cuts(self.work, exchange.buckets),
+                                self.unit)
+        ranges = [{"file": f"{IDS_DIR}/{ids_file('', r).name}",
+                   "documents": int(table.docs[:, r].sum())}
+                  for r in range(exchange.buckets)]
+        body = plan_json(self.plan, ranges, seed=cfg.seed, budgets=self.budgets,
                          bands=cfg.length_bands, score_field=cfg.quality_score_field,
                          unit=self.unit, tokenizer=self.tok.to_json())
-        # built through its model (plan_json): Python values only, no numpy to serialize
+        # the plan is on disk before any tier
         write_atomic(self.out / PLAN_NAME, orjson.dumps(
             body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-        self._sizes = [pq.ParquetFile(count_file(self.work, i)).metadata.num_rows
-                       for i in range(len(self.sids))]
-        return id_list
+        result = self.phase("write", self.partitions, WriteStage(
+            tiers=self.tier_dirs(), index=index, work_dir=str(self.work),
+            output_dir=str(self.out), id_field=self.config.id_field))
+        self.stats.update(result.stats)
+        self._verify_written()
 
-    def _planned(self, t: int, ids: list[str]) -> list[str]:
+    def _score_cut_points(self) -> list[float] | None:
+        """The corpus's score deciles (``None``: no score field). Exact order statistics
+        of every score: the one per-document column the driver still reads (8 bytes a
+        document, only with ``quality_score_field``; docs/subset.md)."""
+        if not self.config.quality_score_field:
+            return None
+        scores = [pq.read_table(shared.localize(count_file(self.work, i)),
+                                columns=["score"])["score"].to_numpy()
+                  for i in range(len(self.sids))]
+        return score_cut_points(np.concatenate(scores) if scores else np.zeros(0))
+
+    def _verify_written(self) -> None:
+        """The ids in the tiers' shards are the planned ones, and nest: each writer
+        checked its partition (ids are unique, partitions disjoint); the driver adds up."""
         assert self.plan is not None
-        return [ids[i] for i in self.plan.tier_members(t).tolist()]
-
-    def _write_selection(self) -> None:
-        assert self.plan is not None
-        start = 0
-        for i, n in enumerate(self._sizes):
-            with atomic_file(select_file(self.work, i)) as f:  # every node reads its own
-                np.save(f, self.plan.first_tier[start:start + n], allow_pickle=False)
-            start += n
-
-    def _verify_written(self, ids: list[str]) -> None:
-        """The ids in the tiers' shards are the planned ones, and nest."""
-        written: list[set[str]] = []
-        self.written = []
+        n = len(self.budgets)
+        written, planned, same, nested = [0] * n, [0] * n, [True] * n, True
+        for i in range(len(self.sids)):
+            part = orjson.loads(shared.localize(written_file(self.work, i)).read_bytes())
+            for t in range(n):
+                written[t] += part["written"][t]
+                planned[t] += part["planned"][t]
+                same[t] = same[t] and part["same"][t]
+            nested = nested and part["nested"]
+        self.written = written
         problem = None
-        # what each writer read back from its shards (the driver never reads a shard)
-        read_back = [orjson.loads(shared.localize(written_file(self.work, i)).read_bytes())
-                     for i in range(len(self.sids))]
         for t, name in enumerate(self.tier_dirs()):
-            got: list[str] = []
-            for ids_of in read_back:
-                got += ids_of.get(name, [])
-            planned = set(self._planned(t, ids))
-            self.written.append(len(got))
-            if len(got) != len(planned) or set(got) != planned:
-                problem = (f"tier {name}: {len(got)} documents written, {len(planned)} "
-                           "planned")
-            written.append(set(got))
-        if problem is None:
-            try:
-                verify_nesting(written)
-            except CuratorError as exc:
-                problem = exc.message
+            if not same[t] or planned[t] != self.plan.tiers[t].document_count:
+                problem = f"tier {name}: {written[t]} documents written, {planned[t]} planned"
+        if problem is None and not nested:
+            problem = "the written tiers do not nest"
         if problem is not None:
             for name in self.tier_dirs():
                 shared.remove_tree(self.out / name)
@@ -433,13 +443,6 @@ class SubsetRun(StepRun):
         return [(self.out / REPORT_NAME, models.build(SubsetReport, report))]
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """A string column as (codes, names): one small integer a document."""
-    encoded = column.combine_chunks().dictionary_encode()
-    return (encoded.indices.to_numpy(zero_copy_only=False),
-            [str(x) for x in encoded.dictionary.to_pylist()])
-
-
 def _derive(flow: FlowContext) -> dict[str, Any]:
     """The corpus the flow hands on: decontaminated when that step is on, else filtered
     (the corpus view of the last enabled producer), else the raw input."""
@@ -479,6 +482,8 @@ SPEC = StepSpec(
     config=SubsetConfig,
     run=run_subset,
     phases=(Phase("count", "count tokens", "count.records"),
+            Phase("rank", "order each range", "rank.documents"),
+            Phase("select", "select each range's tiers", "select.documents"),
             Phase("write", "write tiers", "write.documents")),
     output_subdir="subset",
     completion_name=lambda cfg: REPORT_NAME,

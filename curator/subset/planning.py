@@ -235,6 +235,122 @@ def make_plan(ids: Any, hashes: np.ndarray, tokens: np.ndarray,
                 order, tiers, first, total, cuts, warnings)
 
 
+@dataclass
+class PlanTotals:
+    """What the driver holds of a plan made on the exchange (no per-document array):
+    the strata's totals and each tier's quotas and prefixes (``taken_docs``,
+    ``taken_tokens`` per stratum)."""
+
+    strata: list[str]
+    stratum_tokens: list[int]
+    stratum_docs: list[int]
+    stratum_shortest: list[int]
+    tiers: list[Tier]
+    total_tokens: int
+    cut_points: list[float]
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Cuts:
+    """Where each tier's prefix of each stratum ends, from the table strata x ranges:
+    ``at[t][s]`` the range it ends in (``ranges``: it takes the whole stratum),
+    ``left[t][s]`` the tokens of its quota left for that range, ``before_docs`` and
+    ``before_tokens`` what the ranges before it give (all of it)."""
+
+    ranges: int
+    at: list[list[int]]
+    left: list[list[int]]
+    before_docs: list[list[int]]
+    before_tokens: list[list[int]]
+
+
+def stratum_keys(sources: np.ndarray, tokens: np.ndarray, scores: np.ndarray | None,
+                 bands: Sequence[int], cut_points: Sequence[float] | None) -> np.ndarray:
+    """Each document's stratum key (``source|band[|dN]``), as :func:`make_plan` names
+    them; ``cut_points``: the corpus's score deciles (``None``: no score field)."""
+    names = np.asarray(band_names(bands), dtype=object)
+    band = np.searchsorted(np.asarray(bands, dtype=np.int64), tokens, side="right")
+    keys = np.asarray(sources, dtype=object) + "|" + names[band]
+    if cut_points is not None and scores is not None:
+        dec = np.searchsorted(np.asarray(cut_points), scores, side="right") \
+            if len(tokens) else np.zeros(0, dtype=np.int64)
+        keys = keys + "|d" + dec.astype(str).astype(object)
+    return keys
+
+
+def plan_table(strata: list[str], docs: np.ndarray, tokens: np.ndarray,
+               shortest: Sequence[int], budgets: Sequence[int], unit: str,
+               cut_points: list[float]) -> tuple[PlanTotals, Cuts]:
+    """Quotas and where each prefix ends, from the table of ``strata`` (sorted) x ranges:
+    ``docs[s, r]`` and ``tokens[s, r]`` of stratum ``s`` in range ``r``. The tiers'
+    ``taken_*`` hold what the ranges before each cut give; :func:`finish_plan` adds
+    what the cut ranges' units found."""
+    k, ranges = docs.shape if docs.ndim == 2 else (len(strata), 0)
+    st_tokens = [int(x) for x in tokens.sum(axis=1)] if k else []
+    st_docs = [int(x) for x in docs.sum(axis=1)] if k else []
+    total = sum(st_tokens)
+    warnings: list[dict[str, Any]] = []
+    tiers: list[Tier] = []
+    cuts = Cuts(ranges, [], [], [], [])
+    previous = [0] * k
+    for b in budgets:
+        if b > total:
+            warnings.append({"id": "budget_exceeds_corpus",
+                             "message": f"budget {b} {unit} exceeds the corpus ({total} {unit}): "
+                             "the tier is the whole corpus"})
+        quotas = dhondt(st_tokens, min(b, total))
+        if any(q < p for q, p in zip(quotas, previous, strict=True)):
+            raise CuratorError("quotas_not_house_monotone",
+                               f"budget {b}: a stratum's quota shrank from the smaller budget")
+        previous = quotas
+        at, left, before_d, before_t = [], [], [], []
+        for s in range(k):
+            cum_t = cum_d = 0
+            r = 0
+            while r < ranges and cum_t + int(tokens[s, r]) <= quotas[s]:
+                cum_t += int(tokens[s, r])
+                cum_d += int(docs[s, r])
+                r += 1
+            at.append(r)
+            left.append(quotas[s] - cum_t)
+            before_d.append(cum_d)
+            before_t.append(cum_t)
+        cuts.at.append(at)
+        cuts.left.append(left)
+        cuts.before_docs.append(before_d)
+        cuts.before_tokens.append(before_t)
+        starved = [strata[s] for s in range(k) if quotas[s] < shortest[s]]
+        if starved:
+            warnings.append({"id": "starved_strata", "budget": b,
+                             "strata": starved,
+                             "message": f"budget {b}: {len(starved)} strata have a quota "
+                             "smaller than their shortest document and contribute nothing"})
+        tiers.append(Tier(b, quotas, list(before_d), list(before_t)))
+    return (PlanTotals(strata, st_tokens, st_docs, [int(x) for x in shortest], tiers, total,
+                       cut_points, warnings), cuts)
+
+
+def finish_plan(plan: PlanTotals, cuts: Cuts, found: Sequence[Sequence[int]],
+                unit: str) -> PlanTotals:
+    """Add what each cut range's unit found (``[tier, stratum, documents, tokens]``, the
+    part of the range's documents of that stratum inside the tier) to the tiers'
+    prefixes, then the shortfall warnings."""
+    for t, s, n_docs, n_tokens in found:
+        if cuts.at[t][s] < cuts.ranges:
+            plan.tiers[t].taken_docs[s] += int(n_docs)
+            plan.tiers[t].taken_tokens[s] += int(n_tokens)
+    for tier in plan.tiers:
+        short = tier.budget - tier.achieved
+        if short > 0:
+            plan.warnings.append({"id": "token_shortfall", "budget": tier.budget,
+                                  "shortfall": short,
+                                  "message": f"budget {tier.budget}: {short} {unit} short "
+                                  "(strata stop at the first document that would exceed "
+                                  "their quota; nothing is refilled from another stratum)"})
+    return plan
+
+
 def verify_nesting(tier_ids: Sequence[set[str]]) -> None:
     """Every tier inside the next larger one (``tiers_do_not_nest``)."""
     for small, large in itertools.pairwise(tier_ids):

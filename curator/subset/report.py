@@ -11,20 +11,20 @@ from curator.io.writers import atomic_file
 from curator.models import SubsetPlan, SubsetReport
 from curator.models.subset_report import Stratum, SubsetCorpus, TokenCache
 from curator.steps.spec import Rendering
-from curator.subset.planning import Plan
+from curator.subset.planning import Plan, PlanTotals
 
 SCHEMA_VERSION = 1
-PLAN_SCHEMA_VERSION = 2  # 2: the order is sha256(f"{seed}:{id}"), was blake2b
+#: 2: the order is sha256(f"{seed}:{id}"), was blake2b; 3: a summary, the ids in one
+#: file per range of the order (``ranges``), was every id in ``strata``
+PLAN_SCHEMA_VERSION = 3
 
 
-def plan_json(plan: Plan, ids: list[str], *, seed: int, budgets: list[int],
-              bands: list[int], score_field: str | None, unit: str,
+def plan_json(plan: PlanTotals, ranges: list[dict[str, Any]], *, seed: int,
+              budgets: list[int], bands: list[int], score_field: str | None, unit: str,
               tokenizer: dict[str, Any] | None) -> dict[str, Any]:
-    """``plan.json`` (spec section 11): the strata's ids in the global order, built
+    """``plan.json`` (docs/subset.md): the strata's totals, the quotas and prefixes, and
+    the per-range id files (``ranges``: ``{file, documents}`` in the order), built
     through its model (Python numbers: ``int``/``float`` of any numpy value)."""
-    members: dict[str, list[str]] = {key: [] for key in plan.strata}
-    for i in plan.order.tolist():
-        members[plan.strata[int(plan.stratum[i])]].append(ids[i])
     return models.build(SubsetPlan, {
         "schema_version": PLAN_SCHEMA_VERSION, "seed": seed, "budgets": budgets,
         "length_bands": bands, "score_field": score_field,
@@ -32,14 +32,19 @@ def plan_json(plan: Plan, ids: list[str], *, seed: int, budgets: list[int],
         "total_tokens": int(plan.total_tokens),
         "stratum_tokens": {s: int(n) for s, n in
                            zip(plan.strata, plan.stratum_tokens, strict=True)},
-        "strata": members,
+        "stratum_documents": {s: int(n) for s, n in
+                              zip(plan.strata, plan.stratum_docs, strict=True)},
+        "ranges": ranges,
         "quotas": {str(t.budget): {s: int(q) for s, q in zip(plan.strata, t.quotas, strict=True)}
                    for t in plan.tiers},
+        "taken": {str(t.budget): {s: int(n) for s, n in
+                                  zip(plan.strata, t.taken_docs, strict=True)}
+                  for t in plan.tiers},
         "warnings": plan.warnings, "unit": unit, "tokenizer": tokenizer,
     })
 
 
-def tier_rows(plan: Plan, unit: str, outputs: list[str], written: list[int]
+def tier_rows(plan: Plan | PlanTotals, unit: str, outputs: list[str], written: list[int]
               ) -> list[dict[str, Any]]:
     rows = []
     for t, tier in enumerate(plan.tiers):

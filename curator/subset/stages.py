@@ -4,11 +4,15 @@
 without text or id is skipped and counted; each document's units counted (or taken
 from the token cache), its id hashed into the global order (the kernel's
 ``stable_uint64(seed, id)``); written to
-``<work>/count/<i>.parquet`` (id, hash, tokens, source, score, file, offset).
+``<work>/count/<i>.parquet`` (id, hash, tokens, source, score, file, offset); the
+same documents (hash, id, tokens, source, score, partition, row) sent through the
+exchange, range-partitioned by the hash (:mod:`curator.subset.ranges`).
 
 **write**: the partition's lines copied, byte for byte, into every tier they belong
 to (``<tier>/part_<i>.jsonl``), located by the offsets the count pass recorded; no
-JSON is parsed again.
+JSON is parsed again. Each row's first tier comes from the select units, by partition.
+The writer reads its shards back and checks, here, that each tier holds exactly the
+partition's planned ids and that the tiers nest; the driver sums its counts.
 
 **Token cache**: one Parquet file per source partition (``<cache>/<sha256(partition)>
 .parquet``: id, sha256 of the text, count), whose metadata names the cache version
@@ -19,6 +23,7 @@ document is a hit when its id and text digest are both in the file.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -43,10 +48,12 @@ from curator.corpus.records import (
 )
 from curator.corpus.sampling import stable_uint64
 from curator.errors import CuratorError
+from curator.exchange import Exchange
 from curator.io import shared
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.subset.counting import TokenizerId, count
+from curator.subset.ranges import first_tiers
 from curator.tasks import FileGroupTask
 
 CACHE_VERSION = "3"
@@ -58,12 +65,9 @@ def count_file(work: str | Path, index: int) -> Path:
     return Path(work) / "count" / f"{index}.parquet"
 
 
-def select_file(work: str | Path, index: int) -> Path:
-    return Path(work) / "select" / f"{index}.npy"
-
-
 def written_file(work: str | Path, index: int) -> Path:
-    """The ids a partition's writer read back from the tier shards it wrote."""
+    """What a partition's writer read back from the tier shards it wrote: per tier the
+    ids written and planned (counts), and whether they were the same set."""
     return Path(work) / "written" / f"{index}.json"
 
 
@@ -132,6 +136,7 @@ class CountStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     index: dict[str, int]
     work_dir: str
     cache_dir: str | None  # None: no cache (whitespace words)
+    exchange: Exchange | None = None  # the plan's: every document, by its hash's range
     name: str = "count"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -184,6 +189,12 @@ class CountStage(ProcessingStage[FileGroupTask, FileGroupTask]):
             "offset": pa.array(offsets, pa.int64()),
         })
         _write_parquet(count_file(self.work_dir, i), table)
+        if self.exchange is not None:
+            frame = pl.from_arrow(table.select(["hash", "id", "tokens", "source", "score"]))
+            assert isinstance(frame, pl.DataFrame)
+            self.exchange.write(f"p{i:08d}", frame.with_columns(
+                part=pl.lit(i, pl.Int32), row=pl.int_range(pl.len(), dtype=pl.Int64)),
+                "hash", ranged=True)
         stats["documents"] = len(ids)
         for key, n in sorted(stats.items()):
             self.stat_update(key, n)
@@ -241,8 +252,8 @@ class WriteStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         sid = task.source_id or "part"
         i = self.index[sid]
         table = pq.read_table(shared.localize(count_file(self.work_dir, i)),
-                              columns=["file", "offset"])
-        first = np.load(shared.localize(select_file(self.work_dir, i)), allow_pickle=False)
+                              columns=["id", "file", "offset"])
+        first = first_tiers(self.work_dir, i, table.num_rows, len(self.tiers))
         files = table["file"].to_numpy()
         offsets = table["offset"].to_numpy()
         chosen = np.flatnonzero(first < len(self.tiers))
@@ -269,10 +280,16 @@ class WriteStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         for out, n in zip(outs, written, strict=True):
             if not n:
                 shared.remove(out)
-        # read back here, on the node that wrote them: the driver checks the ids
+        # read back here, on the node that wrote them, and checked against the plan
+        ids = np.asarray(table["id"].to_pylist(), dtype=object)
+        got = [written_ids(out, self.id_field) if n else [] for out, n in zip(outs, written,
+                                                                              strict=True)]
+        planned = [set(ids[first <= t].tolist()) for t in range(len(self.tiers))]
+        same = [len(g) == len(p) and set(g) == p for g, p in zip(got, planned, strict=True)]
+        nested = all(set(a) <= set(b) for a, b in itertools.pairwise(got))
         write_atomic(written_file(self.work_dir, i), orjson.dumps(
-            {t: written_ids(out, self.id_field) if n else []
-             for t, out, n in zip(self.tiers, outs, written, strict=True)}))
+            {"written": [len(g) for g in got], "planned": [len(p) for p in planned],
+             "same": same, "nested": nested}))
         self.stat_update("documents", len(first))
         for t, n in enumerate(written):
             self.stat_update(f"written.{t}", n)

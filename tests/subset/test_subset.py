@@ -174,14 +174,30 @@ def test_each_stratum_is_taken_in_the_kernels_rank_order(tmp_path: Path) -> None
     report = run(inp, tmp_path / "out", source_field="source", token_budgets=[3_000, 9_000],
                  seed=7)
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
-    assert plan["schema_version"] == 2 and plan["seed"] == 7
-    for ids in plan["strata"].values():
+    assert plan["schema_version"] == 3 and plan["seed"] == 7
+    strata = planned_strata(tmp_path / "out")
+    assert {k: len(v) for k, v in strata.items()} == plan["stratum_documents"]
+    for ids in strata.values():
         assert ids == sorted(ids, key=lambda i: (stable_uint64(7, i), i))
     for tier in tier_ids(report):
-        for ids in plan["strata"].values():
+        for ids in strata.values():
             taken = [i for i in ids if i in tier]
             assert taken == ids[:len(taken)]
         assert 0 < len(tier) < 120
+
+
+def planned_strata(out: Path) -> dict[str, list[str]]:
+    """Every stratum's ids in the global order, from ``plan.json``'s per-range files."""
+    import pyarrow.parquet as pq
+
+    plan = json.loads((out / "plan.json").read_text())
+    strata: dict[str, list[str]] = {}
+    for r in plan["ranges"]:
+        table = pq.read_table(out / r["file"])
+        assert table.num_rows == r["documents"]
+        for i, key in zip(table["id"].to_pylist(), table["stratum"].to_pylist(), strict=True):
+            strata.setdefault(key, []).append(i)
+    return strata
 
 
 # -- determinism -----------------------------------------------------------------------
