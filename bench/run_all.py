@@ -76,6 +76,9 @@ MODEST: dict[str, list[str]] = {
     "minhash_kernels": ["--mb", "8", "--slow-mb", "1", "--variants", "numba,numpy"],
     # every step of the flow as its own process, 20,000 and 100,000 tiny documents
     "driver_scale": ["--sizes", "20000,100000", "--quiet-wait", "5"],
+    # curate dedup end to end on 32 MB with planted near-duplicates, against the floor
+    "dedup_throughput": ["--mb", "32", "--repeat", "1",
+                         "--data-dir", "/tmp/cb-dedup-data-modest"],
 }
 
 #: files in bench/ that are not benchmarks (chaos.py is ``make chaos``'s driver: hours)
@@ -207,6 +210,15 @@ def verdict(name: str, full: bool = False) -> str:
         return (f"driver peak RSS {sizes[0]:,} -> {sizes[-1]:,} documents, <= 1.25x "
                 f"({'met' if met else 'NOT met'}; the issue's sizes are 1 M -> 10 M): "
                 + ", ".join(parts))
+    if name == "dedup_throughput":
+        dd = res.get("dedup")
+        if not dd:
+            return f"dedup: not run ({doc.get('note') or 'the step failed'})"
+        met = dd["mb_s_per_core"] >= 5.0
+        return (f"dedup {dd['mb_s_per_core']:.1f} MB/s per core end to end, >= 5 "
+                f"({'met' if met else 'NOT met'}), {dd['x_floor']:.1f}x the floor; driver "
+                f"peak {dd['driver_peak_mib']:.0f} MiB; planted recall "
+                f"{dd['planted']['recall']}")
     if name == "cluster_driver_io":
         if "skipped" in doc:
             return f"cluster driver I/O: skipped ({doc['skipped']})"
