@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.steps.dedup import DedupConfig, run_dedup
+from executors import make_executor
 
 WORDS = [f"w{i:05d}" for i in range(20000)]
 
@@ -40,7 +41,28 @@ def dedup(inp: Path, out: Path, **keys: Any) -> dict[str, Any]:
     cfg = DedupConfig(input_glob=str(inp), output_dir=str(out),
                       **{"id_field": "id", "source_field": "source", **keys},
                       execution=execution)
-    return run_dedup(cfg)
+    if cfg.execution.executor == "inline":
+        return run_dedup(cfg)
+    ex = cfg.execution
+    with make_executor(ex.executor, ex.workers, ex.ray_address) as pool:
+        return run_dedup(cfg, pool)
+
+
+def planted(seed: int, bases: int, files: int = 3) -> dict[str, list[dict[str, Any]]]:
+    """``bases`` documents, each with 0-4 near copies (0-6 words changed, some changed
+    from an earlier copy: chains), shuffled over ``files`` files."""
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = []
+    for b in range(bases):
+        family = [text(rng)]
+        for _ in range(rng.randrange(5)):
+            parent = rng.choice(family)
+            family.append(change(parent, rng.sample(range(100), rng.randrange(7)),
+                                 f"c{len(docs)}-{len(family)}-"))
+        docs += [{"id": f"b{b}-{k}", "text": t, "source": f"s{rng.randrange(4)}"}
+                 for k, t in enumerate(family)]
+    rng.shuffle(docs)
+    return {f"f{i}.jsonl": docs[i::files] for i in range(files)}
 
 
 def kept(out: Path) -> list[dict[str, Any]]:
