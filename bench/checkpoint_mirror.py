@@ -22,21 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from curator_testing.moto import moto_server
+
 STATS = {"filter.items_in": 1234, "filter.items_out": 1000, "filter.kept": 1000,
          "filter.dropped_min_words": 234}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _fill(store, n: int) -> None:  # type: ignore[no-untyped-def]
@@ -95,27 +88,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
-                       "FSSPEC_S3_ENDPOINT_URL": endpoint})
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                               "-p", str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=endpoint)
+    with moto_server() as server:
+        client = server.client()
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             for n in args.sizes:
@@ -123,9 +97,6 @@ def main() -> None:
                 client.create_bucket(Bucket=bucket)
                 rows.append(measure(f"s3://{bucket}/ck", Path(tmp) / str(n), n, args.repeat))
         print(json.dumps({"load_average": os.getloadavg()[0], "rows": rows}))
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

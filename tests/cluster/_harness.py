@@ -39,6 +39,8 @@ from typing import Any
 
 import psutil
 
+from curator_testing.moto import CREDENTIALS, MotoServer, free_port, start_moto
+
 REPO = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).parent / "ray")
 HOME = Path.home()
@@ -48,14 +50,6 @@ HIDDEN = ("/tmp", "/dev/shm", str(HOME / ".cache"), str(HOME / ".prefect"),
 OBJECT_STORE = 80_000_000  # bytes per node: the machine has 2 cores and many tenants
 _NOT_A_UNIT = {"ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent"}
 PLANTED_ATIME = 946_684_800.0  # 2000-01-01: what a planted file's access time is set to
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": "us-east-1"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def namespace_refusal() -> str | None:
@@ -180,7 +174,7 @@ class SharedNothingCluster:
         self.head_temp = root / "r"
         self.head_temp.mkdir(exist_ok=True)
         self.n_workers = workers
-        self.moto: subprocess.Popen[bytes] | None = None
+        self.moto: MotoServer | None = None
         self.endpoint = ""
         self.port = 0
         self.head: Node | None = None
@@ -210,7 +204,9 @@ class SharedNothingCluster:
                             "CURATE_SCRATCH_DIR", "TMPDIR", "TEMP", "TMP")}
         path = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         env.update(self.s3_env, PYTHONPATH=path, RAY_USAGE_STATS_ENABLED="0",
-                   RAY_AUTH_MODE="disabled", CURATE_PREFECT="never", PYTHONUNBUFFERED="1")
+                   RAY_AUTH_MODE="disabled", CURATE_PREFECT="never", PYTHONUNBUFFERED="1",
+                   # a raylet registers within 60 s by default: not at a load of 15
+                   RAY_raylet_start_wait_time_s="300")
         return env
 
     def driver_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -252,22 +248,8 @@ class SharedNothingCluster:
                     self.logs / f"worker{i}.log", self.node_env())
 
     def _start_moto(self) -> None:
-        port = free_port()
-        with open(self.logs / "moto.log", "wb") as log:
-            self.moto = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.endpoint = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            except OSError:
-                if self.moto.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto did not start: "
-                                       + (self.logs / "moto.log").read_text()) from None
-                time.sleep(0.1)
+        self.moto = start_moto(self.logs / "moto.log")
+        self.endpoint = self.moto.endpoint
 
     def _gcs(self) -> Any:  # Ray's private GcsClient: no ray.init in this process
         from ray._raylet import GcsClient
@@ -348,20 +330,14 @@ class SharedNothingCluster:
         for node in nodes:
             node.kill()
         if self.moto is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.moto.pid, signal.SIGKILL)
-            self.moto.wait(10)
+            self.moto.stop(grace=0)
         shutil.rmtree(self.root, ignore_errors=True)  # the logs and the head's Ray files
 
     # -- the bucket -----------------------------------------------------------------------
     def s3(self) -> Any:
         """A boto3 S3 client of the moto server (not through fsspec)."""
-        import boto3
-
-        return boto3.client("s3", endpoint_url=self.endpoint,
-                            aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                            aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-                            region_name=CREDENTIALS["AWS_DEFAULT_REGION"])
+        assert self.moto is not None, "start() first"
+        return self.moto.client()
 
     def new_bucket(self) -> str:
         name = f"c-{uuid.uuid4().hex[:12]}"

@@ -8,76 +8,23 @@ fsspec's and botocore's usual environment variables (``docs/storage.md``).
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from curator_testing.moto import moto_server
+
 pytest.importorskip("moto", reason="moto[server] (the test extra) runs the local S3 server")
 pytest.importorskip("s3fs", reason="s3fs reads and writes s3:// URLs")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The endpoint URL of a moto S3 server that lives for the whole session."""
-    port = _free_port()
-    logs = tmp_path_factory.mktemp("moto")
-    with open(logs / "moto.log", "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"moto server did not start: {(logs / 'moto.log').read_text()}"
-                    ) from None
-                time.sleep(0.1)
-        env = {
-            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
-            "FSSPEC_S3_ENDPOINT_URL": endpoint,
-        }
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)  # spawned workers and subprocesses inherit it
-        import fsspec.config
-
-        # fsspec read FSSPEC_* when it was imported, perhaps before this fixture
-        fsspec.config.conf.setdefault("s3", {})["endpoint_url"] = endpoint
-        try:
-            yield endpoint
-        finally:
-            fsspec.config.conf.get("s3", {}).pop("endpoint_url", None)
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server.endpoint
 
 
 @pytest.fixture
