@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from curator import models
 from curator.audit.multisets import differences, distinct, total
+from curator.audit.netting import Netted
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
 from curator.corpus.fingerprint import RowDigest
 from curator.io import storage
@@ -60,6 +61,9 @@ class AuditFacts:
     policy_path: str | None = None
     policy_digest: str | None = None  # of the file's bytes, None if unreadable
     policy_fingerprint: str | None = None  # the corpus fingerprint the policy names
+    #: the multisets netted on the exchange (the step's way: the scans then hold no
+    #: ids or keys); None: netted here from the scans (:mod:`curator.audit.netting`)
+    netted: Netted | None = None
 
     @property
     def wants_digest(self) -> bool:
@@ -390,7 +394,12 @@ def check_records(f: AuditFacts) -> Block:
         "rejected_failed_lines": dict(sorted(failed_rej.items())),
         "rejected_by_gate": dict(sorted(gates.items())),
     }
-    if by_id:
+    if by_id and f.netted is not None:
+        n_missing, n_unexpected = f.netted.missing, f.netted.unexpected
+        block.update(missing_count=n_missing, unexpected_count=n_unexpected,
+                     missing_ids=f.netted.missing_ids[:EXAMPLES],
+                     unexpected_ids=f.netted.unexpected_ids[:EXAMPLES])
+    elif by_id:
         missing, unexpected = differences(
             (s.frames.get("ids", s.ids) for s in ref),
             [*(s.frames.get("ids", s.ids) for s in out), removed])
@@ -398,6 +407,7 @@ def check_records(f: AuditFacts) -> Block:
         block.update(missing_count=n_missing, unexpected_count=n_unexpected,
                      missing_ids=sorted(missing["k"].to_list())[:EXAMPLES],
                      unexpected_ids=sorted(unexpected["k"].to_list())[:EXAMPLES])
+    if by_id:
         if n_missing or n_unexpected:
             findings.append(finding(
                 "record_accounting_mismatch",
@@ -447,10 +457,13 @@ def check_containment(f: AuditFacts) -> Block:
     ref = [f.scans[p] for p in f.reference]
     t_keys = [s.frames.get("keys", s.keys) for s in tgt]
     r_keys = [s.frames.get("keys", s.keys) for s in ref]
+    ids = [s.frames.get("ids", s.ids) for s in tgt]
+    n = f.netted
     problems = []
     t_missing = sum(s.missing_keys + s.bad_records for s in tgt)
     r_missing = sum(s.missing_keys + s.bad_records for s in ref)
-    missing_rows = int(differences(t_keys, r_keys)[0]["n"].sum())
+    missing_rows = n.missing_rows if n is not None else \
+        int(differences(t_keys, r_keys)[0]["n"].sum())
     if t_missing:
         problems.append(f"{t_missing} target rows lack a comparison field or are not objects")
     # an unkeyed reference row (not JSON, or lacking a field) can only hide a target row
@@ -461,16 +474,18 @@ def check_containment(f: AuditFacts) -> Block:
                         "be among them")
     if not f.reference:
         problems.append("no reference files")
-    ids = [s.frames.get("ids", s.ids) for s in tgt]
-    duplicates = total(ids) - distinct(ids) if f.id_field else 0
+    duplicates = 0 if not f.id_field else n.target_ids - n.target_distinct \
+        if n is not None else total(ids) - distinct(ids)
     verifiable = not problems
     block = {
         "comparison_fields": f.comparison_fields, "duplicate_ids": duplicates,
         "subset_rows": f.rows(f.target), "superset_rows": f.rows(f.reference),
         "verifiable": verifiable, "contained": verifiable and missing_rows == 0,
         "missing_key_count": t_missing + r_missing, "missing_row_count": missing_rows,
-        "target": {"rows": f.rows(f.target), "keyed_rows": total(t_keys)},
-        "reference": {"rows": f.rows(f.reference), "keyed_rows": total(r_keys)},
+        "target": {"rows": f.rows(f.target),
+                   "keyed_rows": n.target_keyed if n is not None else total(t_keys)},
+        "reference": {"rows": f.rows(f.reference),
+                      "keyed_rows": n.reference_keyed if n is not None else total(r_keys)},
         "problems": problems,
     }
     findings: list[Finding] = []

@@ -18,6 +18,12 @@ The scan's jobs, one module each: reading a file and parsing its lines
 records (:mod:`curator.audit.summary`), keying them (:mod:`curator.audit.keys`), and
 the driver's merge and join (:mod:`curator.audit.join`). This module is the engine stage,
 and the names the step and the checks import.
+
+**On the exchange** (the step's way, issue 27: :mod:`curator.audit.netting`): with an
+``exchange``, a unit sends its file's ids, containment keys and removed ids to the
+exchange's buckets instead of writing them in its result, and neither writes a lines
+table nor defers a target (a target is parsed: the multisets are netted per key bucket
+by a reduce phase, and the driver reads only the buckets' summaries).
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ import orjson
 import polars as pl
 
 from curator.audit.join import load_scans
+from curator.audit.netting import exchange_rows
 from curator.audit.summary import NOT_A_FILE, NOT_READABLE, FileScan, lines_path, scan_path
 from curator.audit.unit import scan_file, scan_unit
 from curator.corpus.records import RecordSpec
+from curator.exchange import Exchange
 from curator.io.writers import write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
@@ -54,6 +62,10 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
     fingerprinted: frozenset[str] = frozenset()  # files whose corpus fingerprint is wanted
     #: files whose sha256 a check reads (the target shards); None: every file
     digested: frozenset[str] | None = None
+    #: the multisets go to this exchange (module docstring), with each file's roles:
+    #: ``referenced`` the reference files (the target is ``digested``)
+    exchange: Exchange | None = None
+    referenced: frozenset[str] = frozenset()
     name: str = "scan"
 
     def process(self, task: FileGroupTask) -> FileGroupTask:
@@ -62,6 +74,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         # the reference: keyed or fingerprinted, not a target or rejected file (none
         # known in integrity and digest modes without an approved policy)
         reference = (self.keyed | self.fingerprinted) - (target or frozenset()) - self.rejected
+        if self.exchange is not None:  # no lines tables, no deferred targets
+            reference = frozenset()
         for path in task.data:
             # a target shard is read without parsing when a reference will hold a lines
             # table to complete it from (the driver); a reference file writes one
@@ -75,6 +89,8 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                                     digest=target is None or path in target,
                                     table=bool(target) and path in reference, defer=defer)
             out = scan_path(self.work_dir, path)
+            if self.exchange is not None:  # first: a scan on disk has sent its rows
+                self._send(scan, out.stem)
             if lines is not None:  # first: a scan on disk has its lines file
                 write_atomic(lines_path(out), _ipc(lines))
             write_atomic(out, orjson.dumps(scan.to_json()))
@@ -82,6 +98,16 @@ class ScanStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         self.stat_update("rows", rows)
         self.stat_update("files", len(task.data))
         return FileGroupTask(data=list(task.data), _metadata={"rows": rows})
+
+    def _send(self, scan: FileScan, name: str) -> None:
+        """The file's multisets to the exchange (as ``name``), then out of its result."""
+        assert self.exchange is not None
+        frame = exchange_rows(scan, reference=scan.path in self.referenced,
+                              target=self.digested is not None and scan.path in self.digested,
+                              rejected=scan.path in self.rejected)
+        self.exchange.write(name, frame, "k")
+        self.stat_update("exchanged", frame.height)
+        scan.ids, scan.keys, scan.removed_ids = {}, {}, {}
 
 
 def _ipc(frame: pl.DataFrame) -> bytes:

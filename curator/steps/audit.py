@@ -4,8 +4,11 @@
    ledger or policy that does not exist, containment without comparison fields or a
    reference (exit 2);
 2. scan (engine pass, one unit per file): every target shard, reference file and
-   rejected file is read once; its bytes, digest, rows, first fault, sources, ids and
-   keys go to the work dir (:mod:`curator.audit.scan`) and are merged from disk;
+   rejected file is read once; its bytes, digest, rows, first fault and sources go to
+   the work dir (:mod:`curator.audit.scan`) and are merged from disk, its ids and keys
+   to the exchange, keyed by their hash; ``net`` (one unit per bucket) nets the
+   multisets per bucket, and the driver sums the buckets' summaries
+   (:mod:`curator.audit.netting`);
 3. the checks (:mod:`curator.audit.checks`) and ``audit_report.json`` with
    ``audit_summary.md``, complete (``producer.completed_at``) whatever the verdict;
 4. the verdict: findings raise ``audit_findings`` (exit 1) *after* the complete report
@@ -23,6 +26,7 @@ from curator import models
 from curator.artifacts import file_digest
 from curator.audit.checks import AuditFacts
 from curator.audit.kinds import ArtifactKind, found, kinds_of
+from curator.audit.netting import NetStage, Netted, summarise
 from curator.audit.rebase import Rebase, rebase_values
 from curator.audit.report import (
     REPORT_NAME,
@@ -36,6 +40,8 @@ from curator.config import StepConfig
 from curator.corpus.formats import JSONL_EXTENSIONS
 from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
+from curator.exchange import BucketPartitioning, Exchange, choose_buckets
+from curator.exchange.buckets import summary_file
 from curator.execution import Executor
 from curator.io import shared, storage
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
@@ -229,6 +235,7 @@ class AuditRun(StepRun):
         self.manifest: RunManifest | None = None
         self.manifest_error: str | None = None
         self.kinds: list[tuple[ArtifactKind, Path]] = []
+        self.exchange: Exchange | None = None  # the multisets' (execute)
 
     # -- refusals ----------------------------------------------------------------------
     def refuse(self) -> None:
@@ -320,12 +327,29 @@ class AuditRun(StepRun):
             want_ids=id_field is not None, comparison_fields=tuple(cfg.comparison_fields),
             keyed=keyed, rejected=frozenset(self.rejected),
             fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset(),
-            digested=frozenset(self.target))  # only the target's sha256 is checked
+            digested=frozenset(self.target),  # only the target's sha256 is checked
+            referenced=frozenset(self.reference))
         if not self.files():  # output_root with only later steps' artifacts
             return
+        size = sum(storage.version(p)[0] or 0 for p in self.files())
+        stage.exchange = self.exchange = Exchange.open(
+            self.work / "exchange", choose_buckets(size, cfg.execution.exchange_buckets))
         partitions = FilePartitioningStage(file_paths=self.files(), files_per_partition=1,
                                            file_extensions=None)
         self.phase("scan", partitions, stage)
+        # the multisets netted per bucket of keys; the driver reads the summaries
+        self.phase("net", BucketPartitioning(exchange=self.exchange),
+                   NetStage(exchange=self.exchange, work_dir=str(self.work / "net")))
+
+    def netted(self) -> Netted | None:
+        """The buckets' summaries added up; ``None`` while one is missing (a failed run)."""
+        if self.exchange is None:
+            return None
+        count = self.exchange.buckets
+        net = self.work / "net"
+        if not all(shared.localize(summary_file(net, b)).is_file() for b in range(count)):
+            return None
+        return summarise(net, count)
 
     def facts(self) -> AuditFacts | None:
         """What the checks read; ``None`` while a unit's scan is missing (a failed run)."""
@@ -333,6 +357,9 @@ class AuditRun(StepRun):
         shared.localize_dir(self.work / "scan")  # the units' scans, written on any node
         if not (files or self.kinds) or not all(scan_path(self.work, p).is_file()
                                                 for p in files):
+            return None
+        netted = self.netted() if files else None
+        if files and netted is None:
             return None
         scans: dict[str, FileScan] = load_scans(self.work, files)
         cfg = self.config
@@ -364,7 +391,7 @@ class AuditRun(StepRun):
             manifest_path=cfg.declared_manifest, manifest=self.manifest,
             manifest_error=self.manifest_error, ledgers=ledgers,
             policy_path=cfg.approved_policy, policy_digest=policy_digest,
-            policy_fingerprint=fingerprint)
+            policy_fingerprint=fingerprint, netted=netted)
 
     # -- artifacts and the verdict -----------------------------------------------------
     def artifacts(self) -> list[tuple[Path | None, Any]]:
@@ -474,7 +501,8 @@ SPEC = StepSpec(
     help="Prove from disk what the filter's artifacts claim (exit 1 on findings).",
     config=AuditConfig,
     run=run_audit,
-    phases=(Phase("scan", "scan", "scan.rows"),),
+    phases=(Phase("scan", "scan", "scan.rows"),
+            Phase("net", "net the multisets", "audit_net.keys")),
     output_subdir="audit",
     completion_name=lambda cfg: REPORT_NAME,
     input_key="target_glob",
