@@ -225,14 +225,15 @@ class WriteStage(_PartitionStage):
             nbr = read_part(self.folder("nbr"), part, NBR_SCHEMA).unique() \
                 .sort(["node", "sim", "other"], descending=[False, True, False]) \
                 .unique("node", keep="first", maintain_order=True)
-            best = {n: (i, s) for n, i, s in nbr.select("node", "other_id", "sim").iter_rows()}
-            for (u, s, s_id), sim in zip(both.select("u", "s", "s_id").iter_rows(), sims,
-                                         strict=True):
-                n_id, n_sim = best[u]
-                node = int(nodes_of(pl.Series([u], dtype=pl.Binary))[0])
+            best = both.select("u").join(nbr.select(u="node", n_id="other_id", n_sim="sim"),
+                                         on="u", how="left", maintain_order="left")
+            for node, s, s_id, sim, n_id, n_sim in zip(
+                    nodes_of(both["u"]).tolist(), both["s"].to_list(), both["s_id"].to_list(),
+                    sims.tolist(), best["n_id"].to_list(), best["n_sim"].to_list(),
+                    strict=True):
                 removed[node] = {"dedup_component": hash_hex(s), "dedup_survivor": s_id,
-                                 "dedup_similarity": float(sim), "dedup_neighbor": n_id,
-                                 "dedup_neighbor_similarity": float(n_sim)}
+                                 "dedup_similarity": sim, "dedup_neighbor": n_id,
+                                 "dedup_neighbor_similarity": n_sim}
         counts = self._write(task, part, removed)
         write_atomic(written_file(self.work_dir, sid), json.dumps(counts, sort_keys=True))
         self.stat_update("documents", counts["documents"])
