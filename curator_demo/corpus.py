@@ -3,10 +3,11 @@
 ``generate_demo_corpus(out, docs, seed)`` writes a few MB of raw JSONL that the
 curation steps have real work to do on: prose in five styles from ten sites, and
 web noise in fixed, known proportions (boilerplate, near-empty pages, symbol
-soup, repeated lines, lorem ipsum, Russian pages, syndicated copies, exact
-duplicates, blank and unparsable lines, schema drift, one cp1252 file, a BOM, a
-gzip file). The same ``docs`` and ``seed`` give the same bytes on every machine
-(Python's ``random.Random``, gzip with a fixed mtime and no file name).
+soup, repeated lines, lorem ipsum, Russian pages, syndicated copies (exact, or with a
+few words changed: near-duplicates), exact duplicates, blank and unparsable lines,
+schema drift, one cp1252 file, a BOM, a gzip file). The same ``docs`` and ``seed`` give
+the same bytes on every machine (Python's ``random.Random``, gzip with a fixed mtime and
+no file name).
 
 Beside the data it writes ``demo_corpus_manifest.yaml`` (not an input extension,
 so no step reads it as data): what was generated, per kind and per file, and what
@@ -750,9 +751,11 @@ def _shares(n: int, shares: Sequence[float]) -> list[int]:
     return sizes
 
 
-def build_corpus(docs: int = DEFAULT_DOCS, seed: int = DEFAULT_SEED
-                 ) -> tuple[dict[str, bytes], dict[str, Any]]:
-    """The files (name -> bytes) and the manifest of a demo corpus, in memory."""
+def build_corpus(docs: int = DEFAULT_DOCS, seed: int = DEFAULT_SEED,
+                 near_duplicates: bool = True) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The files (name -> bytes) and the manifest of a demo corpus, in memory;
+    ``near_duplicates=False`` leaves every syndicated copy exact (the corpus as it was
+    before the edits: tests/evaluate/test_demo_sample.py pins both)."""
     if docs < MIN_DOCS:
         raise CuratorError("config_error", f"--docs must be at least {MIN_DOCS}, got {docs}")
     gen = DemoCorpusGenerator(seed)
@@ -773,6 +776,7 @@ def build_corpus(docs: int = DEFAULT_DOCS, seed: int = DEFAULT_SEED
         assert src is not None
         site = rng.choice([s for s in SITES if s.domain != src["source"]])
         recs[slot] = gen.record(site, src["title"], src["text"])
+    near = plant_near_duplicates(recs, kinds, originals, seed) if near_duplicates else None
     legacy = [gen.cp1252() for _ in range(content["cp1252"])]
 
     # 2. into segment files, contiguous runs of the shuffled order
@@ -848,8 +852,71 @@ def build_corpus(docs: int = DEFAULT_DOCS, seed: int = DEFAULT_SEED
                                for r in legacy).encode("cp1252")
 
     manifest = _manifest(docs, seed, content, line_noise, files, out)
+    if near is not None:
+        manifest["near_duplicates"] = near
     manifest["labelled_sample"] = build_labelled_sample(seed)[1]
     return out, manifest
+
+
+#: words changed in the edited syndicated copies, in rotation (docs/demo-corpus.md)
+NEAR_EDITS = (1, 2, 3, 5, 8)
+#: the words an edit puts in (none of them is a word of the generated prose)
+NEAR_WORDS = ("zephyr", "quokka", "marzipan", "obelisk", "kumquat", "tundra", "yodel",
+              "gizmo")
+
+
+def _near_seed(seed: int) -> int:
+    """The edits' own seed: drawing them leaves the corpus's random stream, so every other
+    byte, untouched."""
+    return int.from_bytes(hashlib.sha256(f"curator-demo-near:{seed}".encode()).digest()[:8],
+                          "big")
+
+
+def shingles5(text: str) -> set[tuple[str, ...]]:
+    """The distinct 5-word shingles of ``text`` as curate dedup's defaults define them
+    (NFC, lower case, words between white space; fewer than 5 words: one shingle)."""
+    words = unicodedata.normalize("NFC", text).lower().split()
+    if len(words) <= 5:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + 5]) for i in range(len(words) - 4)}
+
+
+def jaccard5(a: str, b: str) -> float:
+    sa, sb = shingles5(a), shingles5(b)
+    return len(sa & sb) / len(sa | sb) if sa | sb else 0.0
+
+
+def plant_near_duplicates(recs: list[dict[str, Any] | None], kinds: list[str],
+                          originals: list[int], seed: int) -> dict[str, Any]:
+    """Edit half of the syndicated copies (rounded down): ``k`` of their words replaced
+    (``k`` from :data:`NEAR_EDITS` in rotation; 1 in a text of fewer than ``4k`` words),
+    so the corpus holds exact and near copies across sources at known Jaccard. The
+    edits draw from their own seed; the manifest block lists every copy."""
+    slots = [i for i, k in enumerate(kinds) if k == "syndicated"]
+    source_of = dict(zip(slots, originals, strict=True))
+    nrng = random.Random(_near_seed(seed))
+    edited = sorted(nrng.sample(slots, len(slots) // 2))
+    pairs = []
+    for slot in slots:
+        rec, orig = recs[slot], recs[source_of[slot]]
+        assert rec is not None and orig is not None
+        k = 0
+        if slot in edited:
+            words = rec["text"].split(" ")
+            k = NEAR_EDITS[edited.index(slot) % len(NEAR_EDITS)]
+            k = k if len(words) >= 4 * k else 1
+            for pos in sorted(nrng.sample(range(len(words)), k)):
+                words[pos] = nrng.choice([w for w in NEAR_WORDS if w != words[pos]])
+            rec["text"] = " ".join(words)
+        pairs.append({"copy_url": rec["url"], "original_url": orig["url"],
+                      "copy_source": rec["source"], "original_source": orig["source"],
+                      "words_changed": k, "jaccard_words5": round(jaccard5(
+                          rec["text"], orig["text"]), 6)})
+    return {"exact_copies": len(slots) - len(edited), "edited_copies": len(edited),
+            "words_changed": {str(k): sum(1 for p in pairs if p["words_changed"] == k)
+                              for k in sorted({p["words_changed"] for p in pairs})},
+            "at_or_above_0.8": sum(1 for p in pairs if p["jaccard_words5"] >= 0.8),
+            "pairs": pairs}
 
 
 def _manifest(docs: int, seed: int, content: dict[str, int], line_noise: dict[str, int],

@@ -25,11 +25,14 @@ from curator_demo.corpus import (
     LABELLED_NAME,
     LINE_NOISE,
     MANIFEST_NAME,
+    NEAR_EDITS,
     NEAR_EMPTY,
+    NEAR_WORDS,
     SEGMENTS,
     build_corpus,
     generate_demo_corpus,
     iter_clean_lines,
+    jaccard5,
     noise_counts,
 )
 
@@ -65,6 +68,7 @@ def _classify(files: dict[str, bytes]) -> tuple[Counter[str], Counter[str]]:
     lines_found: Counter[str] = Counter()
     first_seen: dict[tuple[str, str], str] = {}  # (url, text) -> file
     clean_texts: set[str] = set()
+    clean_words: dict[int, list[list[str]]] = {}  # words -> clean texts split at spaces
     for name in sorted(files):
         for line in _lines(name, files[name]):
             if not line.strip():
@@ -93,8 +97,8 @@ def _classify(files: dict[str, bytes]) -> tuple[Counter[str], Counter[str]]:
             first_seen[key] = name
             if name == CP1252_FILE:
                 content["cp1252"] += 1
-            elif text in clean_texts:
-                content["syndicated"] += 1
+            elif text in clean_texts or _near_copy(text, clean_words):
+                content["syndicated"] += 1  # exact, or with a few words changed
             elif any(page in text for page in CHROME_PAGES):
                 content["boilerplate_only"] += 1
             elif any(mark in text for mark in FOOTER_MARKS):
@@ -113,7 +117,21 @@ def _classify(files: dict[str, bytes]) -> tuple[Counter[str], Counter[str]]:
             else:
                 content["clean"] += 1
                 clean_texts.add(text)
+                words = text.split(" ")
+                clean_words.setdefault(len(words), []).append(words)
     return content, lines_found
+
+
+def _near_copy(text: str, clean_words: dict[int, list[list[str]]]) -> bool:
+    """Whether ``text`` is a clean text with some of its words replaced by the edit words
+    (none of which the prose uses), or the original of such a copy."""
+    words = text.split(" ")
+    for other in clean_words.get(len(words), []):
+        diff = [(a, b) for a, b in zip(words, other, strict=True) if a != b]
+        if diff and len(diff) <= max(NEAR_EDITS) and (
+                all(a in NEAR_WORDS for a, _ in diff) or all(b in NEAR_WORDS for _, b in diff)):
+            return True
+    return False
 
 
 # ---- determinism --------------------------------------------------------------------
@@ -179,6 +197,40 @@ def test_noise_kinds_are_present_in_the_declared_proportions(
     for kind, share in LINE_NOISE.items():
         assert lines_found[kind] / DOCS == pytest.approx(share, abs=0.5 / DOCS), kind
     assert content["clean"] / DOCS > 0.75
+
+
+def test_near_duplicates_are_planted_with_known_edits(
+        corpus: tuple[dict[str, bytes], dict[str, Any]]) -> None:
+    """Half the syndicated copies (rounded down) have k words changed, k in rotation; each
+    copy is under another source than its original; the manifest's words_changed and
+    Jaccard are what the bytes hold."""
+    files, manifest = corpus
+    near = manifest["near_duplicates"]
+    syndicated = manifest["content_kinds"]["syndicated"]
+    assert near["edited_copies"] == syndicated // 2
+    assert near["exact_copies"] == syndicated - syndicated // 2
+    records = {}
+    for name, data in files.items():
+        for line in _lines(name, data):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "url" in rec and "text" in rec:
+                records.setdefault(rec["url"], rec)
+    ks = []
+    for pair in near["pairs"]:
+        copy, orig = records[pair["copy_url"]], records[pair["original_url"]]
+        assert copy["source"] == pair["copy_source"] != orig["source"]
+        changed = sum(a != b for a, b in zip(copy["text"].split(" "), orig["text"].split(" "),
+                                             strict=True))
+        assert changed == pair["words_changed"]
+        assert pair["jaccard_words5"] == round(jaccard5(copy["text"], orig["text"]), 6)
+        assert (pair["jaccard_words5"] == 1.0) == (changed == 0)
+        ks.append(changed)
+    assert sorted(k for k in ks if k) == sorted(
+        NEAR_EDITS[i % len(NEAR_EDITS)] for i in range(near["edited_copies"]))
+    assert near["at_or_above_0.8"] == sum(p["jaccard_words5"] >= 0.8 for p in near["pairs"])
 
 
 def test_every_kind_appears_even_in_a_small_corpus() -> None:
