@@ -55,7 +55,7 @@ def main() -> None:
     (args.out / "removed_ids.json").write_text(json.dumps(sorted(removed)))
     emit({**sw.fields(), "docs_in": report.get("documents_in"),
           "docs_kept": report.get("documents_out"), "docs_removed": len(removed),
-          "config": report.get("config"), "removed_ids": str(args.out / "removed_ids.json")})
+          "params": report.get("params"), "removed_ids": str(args.out / "removed_ids.json")})
 
 
 if __name__ == "__main__":
