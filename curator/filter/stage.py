@@ -13,7 +13,7 @@ import orjson
 from curator.artifacts import write_json_atomic
 from curator.corpus.formats import CountingSink, shard_name, summary_path
 from curator.corpus.langid import LanguageModel
-from curator.corpus.reading import iter_records
+from curator.corpus.reading import iter_lines, iter_records
 from curator.corpus.records import RecordSpec, Rejection, source_of
 from curator.errors import CuratorError
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, BatchDecision, GatePlan, decide
@@ -21,7 +21,7 @@ from curator.io import shared
 from curator.io.writers import atomic_file
 from curator.signals.registry import REGISTRY
 from curator.stages import ProcessingStage
-from curator.tasks import FileGroupTask
+from curator.tasks import EmptyTask, FileGroupTask
 
 BATCH = 2048
 
@@ -32,6 +32,39 @@ def _num(name: str, value: float) -> float | int | None:
         return None
     spec = REGISTRY.get("word_count" if name == WORD_GATE else name)
     return int(value) if spec is not None and spec.grid.integral else float(value)
+
+
+def counts_path(work_dir: str | Path, name: str) -> Path:
+    """Where the unit that wrote shard ``name`` leaves its counters (the work area, on
+    any node: :mod:`curator.io.shared`), for a failed run's report."""
+    return Path(work_dir) / "counts" / f"{name}.json"
+
+
+@dataclass
+class CountStage(ProcessingStage[FileGroupTask, FileGroupTask]):
+    """Count a partition's records (non-blank lines) as ``count.input``: a failed run's
+    input count for the partitions whose filter unit never finished, on the executor."""
+
+    name: str = "count"
+
+    def process(self, task: FileGroupTask) -> FileGroupTask:
+        n = sum(1 for path in task.data for _ in iter_lines(path, task.byte_range))
+        self.stat_update("input", n)
+        return FileGroupTask(data=[], _metadata={"rows": n})
+
+
+@dataclass
+class OnlyPartitions(ProcessingStage[EmptyTask, FileGroupTask]):
+    """``inner``'s plan restricted to the partitions whose source id is in ``keep``."""
+
+    inner: ProcessingStage[EmptyTask, FileGroupTask]
+    keep: frozenset[str]
+    name: str = "file_partitioning"
+
+    def process(self, task: EmptyTask) -> list[FileGroupTask]:
+        planned = self.inner.process(task)
+        tasks = planned if isinstance(planned, list) else [planned] if planned else []
+        return [t for t in tasks if t.get_deterministic_id() in self.keep]
 
 
 @dataclass
@@ -78,7 +111,9 @@ class FilterStage(ProcessingStage[FileGroupTask, FileGroupTask]):
                         kept_rows += self._flush(pending, kept, rejected, counts)
                         pending = []
             kept_rows += self._flush(pending, kept, rejected, counts)
-        counts["kept"] = kept_rows
+            counts["kept"] = kept_rows
+            if self.work_dir:  # before the shard appears: a shard on disk has its counts
+                write_json_atomic(counts_path(self.work_dir, name), dict(sorted(counts.items())))
         for key, n in sorted(counts.items()):
             self.stat_update(key, n)
         if kept_rows == 0:

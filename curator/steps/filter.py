@@ -47,18 +47,18 @@ from curator.corpus.formats import (
     written_summary,
 )
 from curator.corpus.langid import DEFAULT_MAX_CHARS, FastTextLangId
-from curator.corpus.reading import iter_lines
-from curator.corpus.records import RecordSpec, source_of
+from curator.corpus.records import RecordSpec
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.filter.gates import LANGUAGE_GATE, WORD_GATE, GatePlan, LanguageGate
 from curator.filter.report import SCHEMA_VERSION, FilterFacts, manifest_and_ledger, render
-from curator.filter.stage import FilterStage
+from curator.filter.stage import CountStage, FilterStage, OnlyPartitions, counts_path
 from curator.io import shared
 from curator.io.partitioning import FilePartitioningStage, resolve_input_files
 from curator.langpack import LangPack
 from curator.langpack.loader import blank_langpack_dir, load_langpack
 from curator.models import CurationLedger, RunManifest
+from curator.pipeline import Pipeline
 from curator.policy import LoadedPolicy, check_provenance, load_policy
 from curator.signals.registry import IMPL_VERSION, REGISTRY, missing_requirements
 from curator.steps.base import ProgressHook, StepRun, can_resume, partition_ids
@@ -73,6 +73,7 @@ from curator.steps.spec import (
     StepSpec,
     in_output,
 )
+from curator.tasks import EmptyTask
 
 log = logging.getLogger("curator.filter")
 #: the keys that may name an fsspec URL (docs/storage.md)
@@ -322,11 +323,35 @@ class FilterRun(StepRun):
         return [self.out, self.rejected]
 
     def _count_input(self) -> int:
-        """Records (non-blank lines) of the input files: a failed run's ``n_input``."""
+        """A failed run's ``n_input``, never read by the driver: each partition's
+        ``input`` as its filter unit left it in the work area (:func:`counts_path`), the
+        partitions whose unit never finished counted by a ``count`` pass on the executor.
+        0 when that pass fails (an unreadable or damaged input: the report is written
+        anyway, with what the merged statistics say)."""
+        if self.partitions is None:
+            return 0
         try:
-            return sum(1 for f in self.files for _ in iter_lines(f, None))
-        except Exception:  # unreadable, or a damaged stream (a truncated .gz/.zst raises
-            return 0  # EOFError/ZstdError): the failed run's report must still be written
+            tasks = self.partitions.process(EmptyTask())
+            done = self._unit_counts()
+            rest = [t.get_deterministic_id() for i, t in enumerate(tasks)
+                    if shard_name(i) not in done]
+            n = sum(int(c.get("input", 0)) for c in done.values())
+            if rest:
+                pipeline = Pipeline(name=f"{self.key}-count")
+                pipeline.add_stage(OnlyPartitions(inner=self.partitions, keep=frozenset(rest)))
+                pipeline.add_stage(CountStage())
+                n += int(pipeline.run(executor=self.executor).stats.get("count.input", 0))
+            return n
+        except Exception:  # the failed run's report must still be written
+            log.warning("%s: the input of a failed run could not be counted", self.step_id,
+                        exc_info=True)
+            return 0
+
+    def _unit_counts(self) -> dict[str, dict[str, int]]:
+        """The counters each finished filter unit left, by shard name (any node's)."""
+        folder = shared.localize_dir(counts_path(self.work, "x").parent)
+        return {p.name[:-len(".json")]: orjson.loads(p.read_bytes())
+                for p in sorted(folder.glob("part_*.jsonl.json"))}
 
     # -- refusals ----------------------------------------------------------------------
     def _resolve_input(self) -> None:
@@ -445,13 +470,15 @@ class FilterRun(StepRun):
         return [s for s in (self._shard(i) for i in indices) if s is not None]
 
     def _sources_on_disk(self, shards: list[dict[str, Any]]) -> dict[str, int]:
-        """Kept records per source, counted from the shards (a failed run's manifest)."""
+        """Kept records per source of the shards on disk (a failed run's manifest), from
+        the counters their units left: the driver reads no shard."""
         counts: dict[str, int] = {}
-        field = self.config.source_field
+        units = self._unit_counts()
         for shard in shards:
-            for _, line in iter_lines(str(shared.localize(self.out / shard["name"])), None):
-                key = source_of(orjson.loads(line), field)
-                counts[key] = counts.get(key, 0) + 1
+            for key, n in units.get(shard["name"], {}).items():
+                if key.startswith("source_out."):
+                    source = key[len("source_out."):]
+                    counts[source] = counts.get(source, 0) + int(n)
         return dict(sorted(counts.items()))
 
     def _counts(self) -> dict[str, Any]:
