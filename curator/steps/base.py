@@ -40,7 +40,8 @@ from curator.config import CorpusStepConfig, StepConfig, url_problems
 from curator.errors import CuratorError
 from curator.execution import Executor
 from curator.interrupts import Interrupts
-from curator.io import shared, storage
+from curator.io import parquet_copy, shared, storage
+from curator.io.parquet_copy import ShardUnits
 from curator.io.parquet_export import PARQUET_DIR, export_parquet, shard_order
 from curator.io.writers import clear_stale_temps, write_atomic
 from curator.locking import DirLock, checkpoint_lock, output_lock
@@ -244,7 +245,7 @@ class StepRun:
             self._interrupts.check()  # a signal whose raise was swallowed (interrupts.py)
             if (isinstance(self.config, CorpusStepConfig)
                     and self.config.output_format == "jsonl+parquet"):
-                self.parquet = export_parquet(self.out, self.corpus_files())
+                self.parquet = self.make_parquet_copy()
             self.completed = True
         except BaseException as exc:
             self.error = exc
@@ -369,6 +370,20 @@ class StepRun:
         """The JSONL shards of the corpus it wrote, in order (what ``output_format:
         jsonl+parquet`` copies): ``<output_dir>/part_<i>.jsonl`` unless it says otherwise."""
         return shard_order(shared.listing(self.out, "part_*.jsonl"))  # any node's
+
+    def make_parquet_copy(self) -> dict[str, Any]:
+        """The Parquet copy of :meth:`corpus_files`, made by the units in two phases
+        (:mod:`curator.io.parquet_copy`); the driver reads only their summaries."""
+        shards = self.corpus_files()
+        if not shards:
+            return export_parquet(self.out, [])
+        units = ShardUnits(shards=tuple(str(s) for s in shards))
+        where = {"out": str(self.out), "work_dir": str(self.work)}
+        self.phase(parquet_copy.SCHEMA_PHASE, units, parquet_copy.SchemaStage(**where))
+        as_json, schema = parquet_copy.plan(self.out, self.work, shards)
+        self.phase(parquet_copy.COPY_PHASE, units,
+                   parquet_copy.CopyStage(**where, as_json=as_json, schema=schema))
+        return parquet_copy.block(self.out, self.work, shards, as_json, schema)
 
     def artifacts(self) -> list[tuple[Path | None, Any]]:
         """``(path, data)`` to write in order, every file the step writes besides its
