@@ -168,3 +168,27 @@ def test_a_record_without_an_id_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CuratorError) as info:
         dedup(inp, tmp_path / "out")
     assert info.value.error_id == "id_field_missing_or_duplicated"
+
+
+def test_the_report_is_its_model_and_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    from curator.models import DedupReport
+    from curator.steps.dedup import SPEC
+
+    rng = random.Random(13)
+    t = text(rng)
+    inp = write(tmp_path / "in", {"a.jsonl": [{"id": "p", "text": t, "source": "a"},
+                                              {"id": "q", "text": t, "source": "b"}]})
+    dedup(inp, tmp_path / "out")
+    raw = json.loads((tmp_path / "out" / "dedup_report.json").read_text())
+    assert DedupReport.model_validate(raw).dump() == raw
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas"
+                         / "dedup_report.schema.json").read_text())
+    jsonschema.validate(raw, schema)
+    shown = SPEC.rendered(DedupReport.model_validate(raw))
+    assert "1 of 2 documents removed" in shown.summary
+    assert shown.tables["component_sizes"] == [{"size": "2", "components": 1}]
+    assert "2 | ####" in shown.markdown  # the histogram's bar
+    (row,), _ = SPEC.funnel(DedupReport.model_validate(raw))  # type: ignore[misc]
+    assert (row.documents_in, row.documents_out, row.balanced) == (2, 1, True)

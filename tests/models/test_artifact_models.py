@@ -42,8 +42,9 @@ def _artifacts(root: Path) -> list[Path]:
                   and "raw" not in p.relative_to(root).parts)
 
 
-#: artifacts no flow run writes: the checkpoint's summary, curate evaluate's report
-NOT_IN_A_FLOW = {"checkpoint_summary.json", "evaluation.json"}
+#: artifacts no flow run writes: the checkpoint's summary, curate evaluate's report; and
+#: the optional dedup step's report (off in this flow: tests/dedup/ parse it)
+NOT_IN_A_FLOW = {"checkpoint_summary.json", "evaluation.json", "dedup_report.json"}
 
 
 def test_a_real_run_writes_every_artifact_kind(root: Path) -> None:
