@@ -8,8 +8,15 @@ ids, counts the ids that occur more than once (keeping the three smallest), and 
 its sorted unique ids. The driver sums the buckets' summaries and computes the spec's
 split fingerprint, sha256 over the sorted unique ids each followed by ``\\0``, by a
 streaming merge of the buckets' sorted files (:func:`ids_fingerprint_merged`): its
-memory is one batch per bucket, whatever the corpus size. UTF-8 byte order is code
-point order, so this is the digest of ``sorted(set(ids))`` of Python strings.
+memory is one batch per bucket, whatever the corpus size, and the batches shrink as the
+buckets grow in number (:func:`batch_rows`: about :data:`MERGE_ROWS` ids in all). UTF-8
+byte order is code point order, so this is the digest of ``sorted(set(ids))`` of Python
+strings.
+
+The merge still reads every id once, in one process: the digest is over the ids in
+sorted order, and the buckets are cut by the ids' hash, not by ranges of ids, so no
+bucket's digest is a piece of it (a per-bucket digest would be another fingerprint:
+docs/decontamination.md).
 """
 
 from __future__ import annotations
@@ -34,6 +41,14 @@ from curator.tasks import FileGroupTask
 ID_SCHEMA: dict[str, Any] = {"id": pl.Binary}
 EXAMPLES = 3
 _BATCH = 65_536
+#: the ids the fingerprint's merge holds decoded at once, across all buckets
+MERGE_ROWS = 1 << 20
+
+
+def batch_rows(buckets: int) -> int:
+    """Ids per row group of a bucket's sorted file, and per batch of the merge:
+    :data:`MERGE_ROWS` shared by the buckets, between 256 and 65,536."""
+    return max(256, min(_BATCH, MERGE_ROWS // max(1, buckets)))
 
 
 def id_frame(ids: list[str]) -> pl.DataFrame:
@@ -67,7 +82,7 @@ class TrainIdStage(ProcessingStage[BucketTask, FileGroupTask]):
         target = sorted_file(self.work_dir, bucket)
         buf = io.BytesIO()
         unique.write_parquet(buf, compression="zstd", compression_level=1, statistics=False,
-                             row_group_size=_BATCH)
+                             row_group_size=batch_rows(self.ids.buckets))
         write_atomic(target, buf.getvalue())
         summary = {"documents": frame.height, "unique": unique.height,
                    "repeated": repeated.len(),
@@ -94,8 +109,8 @@ def summarise(work: str | Path, buckets: int) -> IdSummary:
     return total
 
 
-def _sorted_ids(path: Path) -> Iterator[bytes]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=_BATCH, columns=["id"]):
+def _sorted_ids(path: Path, rows: int) -> Iterator[bytes]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=["id"]):
         yield from batch.column(0).to_pylist()
 
 
@@ -104,6 +119,7 @@ def ids_fingerprint_merged(work: str | Path, buckets: int) -> str:
     merged as they are read (ids are unique across buckets: one id, one bucket)."""
     h = hashlib.sha256()
     files = [shared.localize(sorted_file(work, b)) for b in range(buckets)]
-    for raw in heapq.merge(*(_sorted_ids(f) for f in files)):
+    rows = batch_rows(buckets)
+    for raw in heapq.merge(*(_sorted_ids(f, rows) for f in files)):
         h.update(raw + b"\0")
     return "sha256:" + h.hexdigest()
