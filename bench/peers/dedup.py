@@ -20,11 +20,14 @@ with planted near-duplicates, one core each (issue 28's peers comparison).
    its four stages, ``MinhashConfig(5, --dt-buckets, 8)``; by default 20 x 8 like our
    kernel's default, ``--dt-buckets 14`` is DataTrove's own) and ``ours``
    (``ours_dedup.py``: ``curate dedup`` inline, threshold ``--threshold``, from a
-   ``git archive`` of HEAD, not the working tree), the latter only when ``dedup`` is a
+   ``git archive`` of HEAD, not the working tree, kept while HEAD is the same so that
+   numba's cache in it is warm after the first run), the latter only when ``dedup`` is a
    registered step of this tree (the result says so otherwise).
 4. **Compared**: in-step CPU seconds (per-core MB/s), removed counts, the overlap of the
-   two removed id sets, and recall on the planted pairs at Jaccard >= the threshold (a
-   pair is found when either member is removed), plus removals among pairs below it.
+   two removed id sets (which member of a pair goes differs: DataTrove keeps a cluster's
+   first by file and position, we the smallest id hash), recall on the planted pairs at
+   Jaccard >= the threshold (a pair is found when either member is removed), removals
+   among pairs below it, and removals outside every planted pair.
 
 Writes ``bench/peers/results/dedup_<mb>mb.json`` (``--out``) and prints the table.
 """
@@ -91,13 +94,17 @@ def freeze(work: Path) -> tuple[str, Path]:
     import shutil
 
     src = work / "src"
-    shutil.rmtree(src, ignore_errors=True)
-    src.mkdir(parents=True)
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                             text=True, check=True).stdout.strip()
+    marker = src / ".commit"
+    if marker.is_file() and marker.read_text() == commit:
+        return commit, src  # the same snapshot: its numba cache kept
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True,
                              check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    marker.write_text(commit)
     return commit, src
 
 
@@ -109,8 +116,11 @@ def compare(runs: dict[str, list[dict[str, Any]]], data: Path, threshold: float
         good = [r for r in rows if "error" not in r]
         if good:
             sets[name] = set(json.loads(Path(good[-1]["removed_ids"]).read_text()))
+    pairs = json.loads((data / "planted.json").read_text())["pairs"]
+    planted = {p["original"] for p in pairs} | {p["copy"] for p in pairs}
     out: dict[str, Any] = {n: {"removed": len(s), "planted": D.planted_recall(
-        data, sorted(s), threshold)} for n, s in sets.items()}
+        data, sorted(s), threshold), "removed_outside_planted_pairs": len(s - planted)}
+        for n, s in sets.items()}
     if len(sets) == 2:
         (na, a), (nb, b) = sets.items()
         out["both"], out[f"only_{na}"], out[f"only_{nb}"] = len(a & b), len(a - b), len(b - a)
@@ -123,6 +133,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--dt-buckets", type=int, default=20)
+    parser.add_argument("--variants", default="datatrove,ours")
     parser.add_argument("--core", type=int, default=(os.cpu_count() or 1) - 1)
     parser.add_argument("--work", type=Path, default=Path("/tmp/cb-peers-dedup-work"))
     parser.add_argument("--out", type=Path, default=None)
@@ -136,7 +147,8 @@ def main() -> None:
     registered = D.dedup_registered()
     env = {**os.environ, **THREAD_ENV}
     env.pop("PYTHONPATH", None)
-    names = [n for n, ok in (("datatrove", venv["ok"]), ("ours", registered)) if ok]
+    names = [n for n, ok in (("datatrove", venv["ok"]), ("ours", registered))
+             if ok and n in args.variants.split(",")]
     args.work.mkdir(parents=True, exist_ok=True)
     commit, src = freeze(args.work)
     ours_env = {**env, "PYTHONPATH": str(src)}
