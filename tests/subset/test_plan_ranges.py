@@ -178,7 +178,7 @@ def test_killed_in_the_middle_of_the_exchange_resumes_to_the_same_bytes(
     with Cli(cfg, tmp_path / "logs", "resumed", command="subset") as cli:
         assert cli.wait(180) == 0, cli.stderr()[-3000:]
     report = json.loads((out / "subset_report.json").read_text())
-    assert report["producer"]["execution"]["was_resumed"] is True
+    assert report["producer"]["resumed_partitions"] >= 4  # the count pass and some ranges
     assert tier_bytes(out) == tier_bytes(tmp_path / "reference")
     assert report_core(report) == report_core(ref)
     assert id_files(out) == id_files(tmp_path / "reference")
