@@ -236,3 +236,15 @@ def test_above_the_sample_size_a_seeded_sample_is_checked(run: Path, tmp_path: P
     assert findings == []
     assert block is not None and block["similarities_checked"] == 3
     assert block["similarity_scope"] == "a seeded sample of 3 of 5 (seed 0)"
+
+
+def test_as_a_whole_root_audit_kind(run: Path, tmp_path: Path) -> None:
+    """Through the audit's kinds (what ``StepSpec.audit`` registers): the checker takes the
+    root it is given, and reads the recorded paths under a root that was moved."""
+    from curator.audit.kinds import ArtifactKind
+
+    moved = tmp_path / "moved"
+    shutil.copytree(run, moved)  # the report still names the original folders
+    kind = ArtifactKind("dedup", "dedup_report.json", check_dedup)
+    block, findings = kind.prove(moved / "out" / "dedup_report.json", moved)
+    assert findings == [] and block is not None and block["passed"]
