@@ -24,8 +24,8 @@ with planted near-duplicates, one core each (issue 28's peers comparison).
    numba's cache in it is warm after the first run), the latter only when ``dedup`` is a
    registered step of this tree (the result says so otherwise).
 4. **Compared**: in-step CPU seconds (per-core MB/s), removed counts, the overlap of the
-   two removed id sets (which member of a pair goes differs: DataTrove keeps a cluster's
-   first by file and position, we the smallest id hash), recall on the planted pairs at
+   two removed id sets (which member of a pair goes differs: DataTrove keeps its
+   union-find root, we the smallest id hash), recall on the planted pairs at
    Jaccard >= the threshold (a pair is found when either member is removed), removals
    among pairs below it, and removals outside every planted pair.
 
