@@ -108,8 +108,8 @@ def render(report: DedupReport) -> Rendering:
         "rejected_pairs", "components", "documents_in_components", "largest_component",
         "rounds")]
     tables = {"result": table,
-              "component_sizes": [{"size": k, "components": n} for k, n in sizes.items()],
-              "removed_by_source": [{"source": k, "removed": n}
+              "component-sizes": [{"size": k, "components": n} for k, n in sizes.items()],
+              "removed-by-source": [{"source": k, "removed": n}
                                     for k, n in (report.removed_by_source or {}).items()]}
     summary = (f"dedup: {report.removed} of {report.documents_in} documents removed as "
                f"near-duplicates in {report.components} components; "

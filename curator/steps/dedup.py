@@ -55,7 +55,15 @@ from curator.io.partitioning import FilePartitioningStage, parse_size, resolve_i
 from curator.models import DedupReport
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.funnel import Funnel, FunnelRow, Loss, need
-from curator.steps.spec import CorpusView, FlowContext, Phase, Port, Problem, StepSpec
+from curator.steps.spec import (
+    CorpusView,
+    FlowContext,
+    Phase,
+    Port,
+    Problem,
+    StepSpec,
+    without_sidecars,
+)
 
 SKIP_REASONS = ("unparsable_line", "not_an_object", "missing_text", "text_not_a_string",
                 "empty_text")
@@ -146,7 +154,9 @@ class DedupRun(StepRun):
             if exc.error_id != "input_matched_no_files":
                 raise
             found = []
-        found = self.outside_output([f for f in found if not f.lower().endswith(PARQUET_NAMES)],
+        # never a report a step wrote beside a corpus (ingest_report.json is not JSONL)
+        found = self.outside_output([f for f in without_sidecars(found)
+                                     if not f.lower().endswith(PARQUET_NAMES)],
                                     "input_glob", cfg.input_glob)
         if not found:
             raise CuratorError("input_matched_no_files",

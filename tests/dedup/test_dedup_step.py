@@ -121,7 +121,10 @@ def test_kept_lines_are_the_input_bytes_in_order(tmp_path: Path) -> None:
              json.dumps({"id": "q", "text": text(rng)})]
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "x.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # a report a step wrote beside its corpus is never read as input
+    (tmp_path / "in" / "ingest_report.json").write_text('{\n  "a": 1\n}\n')
     report = dedup(tmp_path / "in", tmp_path / "out")
+    assert report["input"]["files"] == 1 and report["documents_in"] == 4
     out = (tmp_path / "out" / "part_0.jsonl").read_text(encoding="utf-8").splitlines()
     win = min(["z", "a"], key=_hash)
     expect = [ln for ln in lines if not (ln.startswith("{") and
@@ -188,7 +191,7 @@ def test_the_report_is_its_model_and_schema(tmp_path: Path) -> None:
     jsonschema.validate(raw, schema)
     shown = SPEC.rendered(DedupReport.model_validate(raw))
     assert "1 of 2 documents removed" in shown.summary
-    assert shown.tables["component_sizes"] == [{"size": "2", "components": 1}]
+    assert shown.tables["component-sizes"] == [{"size": "2", "components": 1}]
     assert "2 | ####" in shown.markdown  # the histogram's bar
     (row,), _ = SPEC.funnel(DedupReport.model_validate(raw))  # type: ignore[misc]
     assert (row.documents_in, row.documents_out, row.balanced) == (2, 1, True)
