@@ -182,3 +182,18 @@ def test_killed_in_the_middle_of_the_exchange_resumes_to_the_same_bytes(
     assert tier_bytes(out) == tier_bytes(tmp_path / "reference")
     assert report_core(report) == report_core(ref)
     assert id_files(out) == id_files(tmp_path / "reference")
+
+
+def test_the_audit_reads_each_ids_stratum_from_the_range_files(tmp_path: Path) -> None:
+    from curator.audit.subset import check_subset
+
+    inp = world(tmp_path / "in", docs(150))
+    run(inp, tmp_path / "out", **KEYS, execution={"executor": "inline", "exchange_buckets": 5})
+    report = tmp_path / "out" / "subset_report.json"
+    block, findings = check_subset(report)
+    assert findings == [] and block["tiers"][0]["deviations_checked"] > 3
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    filled = next(r for r in plan["ranges"] if r["documents"])
+    (tmp_path / "out" / filled["file"]).unlink()  # an id file gone: the plan is unreadable
+    names = {f["name"] for f in check_subset(report)[1]}
+    assert names == {"subset_plan_unreadable"}
