@@ -197,3 +197,17 @@ def test_the_audit_reads_each_ids_stratum_from_the_range_files(tmp_path: Path) -
     (tmp_path / "out" / filled["file"]).unlink()  # an id file gone: the plan is unreadable
     names = {f["name"] for f in check_subset(report)[1]}
     assert names == {"subset_plan_unreadable"}
+
+
+@pytest.mark.parametrize("buckets", [1, 7, 64, 4096])
+def test_range_buckets_are_ordered_ranges_of_the_hash(buckets: int) -> None:
+    rng = np.random.default_rng(buckets)
+    hashes = np.sort(np.concatenate([
+        rng.integers(0, 2**63, 5000, dtype=np.uint64) * np.uint64(2),
+        np.array([0, 2**32 - 1, 2**32, 2**63, 2**64 - 1], dtype=np.uint64)]))
+    got = range_of(hashes, buckets)
+    assert got.dtype == np.int32 and got.min() >= 0 and got.max() < buckets
+    assert np.all(np.diff(got) >= 0), "a larger hash in an earlier bucket"
+    assert got[0] == 0 and got[-1] == buckets - 1
+    expected = [(int(h) >> 32) * buckets >> 32 for h in hashes]  # floor(top32 * n / 2^32)
+    assert got.tolist() == expected
