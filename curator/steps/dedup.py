@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from curator import models
+from curator.audit.dedup import check_dedup
 from curator.config import ByteSizeSpelling, CorpusStepConfig, Int64, Real
 from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES
 from curator.dedup.components import MAX_ROUNDS, AssignStage, StarStage
@@ -298,6 +299,7 @@ SPEC = StepSpec(
     model=DedupReport,
     funnel=_funnel,
     render=render,
+    audit=check_dedup,
     consumes=(Port("corpus", "corpus"),),
     provides=(Port("corpus", "corpus", _produces),),
     artifacts={"deduplicated": ""},
