@@ -73,7 +73,7 @@ def plan_core(out: Path) -> dict[str, Any]:
 
 
 def test_any_range_count_gives_the_single_process_plan(tmp_path: Path) -> None:
-    records = docs()
+    records = docs(250)
     inp = world(tmp_path / "in", records)
     reports = {}
     for n in (1, 7, 64):
