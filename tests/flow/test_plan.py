@@ -69,9 +69,9 @@ def test_plan_of_a_measure_config_derives_every_path_and_runs_nothing(
     assert arts["corpus"] == str(root / "filtered_jsonl")
     steps = {s["key"]: s for s in plan["steps"]}
     assert [s["key"] for s in plan["steps"]] == ["ingest", "profile", "filter", "audit",
-                                                "decontamination", "subset"]
+                                                "dedup", "decontamination", "subset"]
     assert {k: s["enabled"] for k, s in steps.items()} == {
-        "ingest": True, "profile": True, "filter": False, "audit": False,
+        "ingest": True, "profile": True, "filter": False, "audit": False, "dedup": False,
         "decontamination": False, "subset": False}
     assert steps["ingest"]["step_id"] == "curate/ingest"
     ingest = steps["ingest"]["config"]
