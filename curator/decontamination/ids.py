@@ -109,9 +109,13 @@ def summarise(work: str | Path, buckets: int) -> IdSummary:
     return total
 
 
-def _sorted_ids(path: Path, rows: int) -> Iterator[bytes]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=["id"]):
-        yield from batch.column(0).to_pylist()
+def _sorted_ids(path: Path) -> Iterator[bytes]:
+    """A sorted file's ids, one row group (:func:`batch_rows` ids) at a time: not
+    ``iter_batches``, whose reader holds more of the file the further it reads (about
+    20 bytes an id more at 1 M ids than at 200,000: docs/benchmarks.md section 13)."""
+    file = pq.ParquetFile(path)
+    for group in range(file.num_row_groups):
+        yield from file.read_row_group(group, columns=["id"]).column(0).to_pylist()
 
 
 def ids_fingerprint_merged(work: str | Path, buckets: int) -> str:
@@ -119,7 +123,6 @@ def ids_fingerprint_merged(work: str | Path, buckets: int) -> str:
     merged as they are read (ids are unique across buckets: one id, one bucket)."""
     h = hashlib.sha256()
     files = [shared.localize(sorted_file(work, b)) for b in range(buckets)]
-    rows = batch_rows(buckets)
-    for raw in heapq.merge(*(_sorted_ids(f, rows) for f in files)):
+    for raw in heapq.merge(*(_sorted_ids(f) for f in files)):
         h.update(raw + b"\0")
     return "sha256:" + h.hexdigest()
