@@ -87,7 +87,7 @@ def test_a_finished_flow(finished: Path) -> None:
     # what is left: enable later steps and run the flow again
     assert status.next_commands == [
         "curate flow --config FLOW.yaml  (after enabling any of: profile, filter, audit, "
-        "decontamination, subset)"]
+        "dedup, decontamination, subset)"]
     code, out = _status(str(finished), "--config", "flow.yaml")
     assert code == 0
     assert "ingest           finished   completed " + ingest.completed_at in out
