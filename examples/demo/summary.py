@@ -7,7 +7,8 @@ corpus generator planted (``<workdir>/raw/demo_corpus_manifest.yaml``), then, wh
 present, ``<workdir>/profile/profile_report.json``, the filter's manifest and ledger, and
 ``<workdir>/evaluation.json`` (``curate evaluate`` on the generator's labelled sample)
 and ``<workdir>/audit/audit_report.json`` (``curate audit``'s verdict), and
-``<workdir>/decontaminated/decontamination_report.json`` against the holdout that
+``<workdir>/deduplicated/dedup_report.json`` against the near-duplicates the generator
+planted, ``<workdir>/decontaminated/decontamination_report.json`` against the holdout that
 ``curator_demo.holdout`` planted, and ``<workdir>/subset/subset_report.json``
 (``curate subset``'s tiers).
 """
@@ -19,6 +20,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -27,6 +29,7 @@ from curator.models import (
     AuditReport,
     CurationLedger,
     DecontaminationReport,
+    DedupReport,
     EvaluationReport,
     IngestReport,
     ProfileReport,
@@ -76,6 +79,7 @@ def main() -> int:
     profiled = _profile(args.workdir / "profile")
     filtered = _filter(args.workdir / "filtered_jsonl", args.workdir / "policy")
     audited = _audit(args.workdir / "audit")
+    _dedup(args.workdir / "deduplicated", manifest)
     _decontamination(args.workdir / "decontaminated", args.workdir / "holdout")
     _subset(args.workdir / "subset")
     _evaluation(args.workdir / "evaluation.json")
@@ -225,6 +229,35 @@ def _subset(out: Path) -> None:
     if copy is not None:
         print(f"parquet      {len(copy.shards or [])} files, {copy.rows} rows under "
               f"{out / str(copy.dir)}  (pl.read_parquet / datasets.load_dataset(\"parquet\"))")
+
+
+def _dedup(out: Path, manifest: dict[str, Any]) -> None:
+    """What dedup removed, against the near-duplicate pairs the generator planted."""
+    path = out / "dedup_report.json"
+    if not path.is_file():
+        print(f"\n(no dedup at {path})")
+        return
+    report = models.read(DedupReport, path)
+    print("\n== demo: curate dedup ==")
+    print(f"report       {path}  (every removal, with its survivor: {out / 'removed'}/)")
+    print(f"{report.documents_in} in = {report.documents_out} kept + {report.removed} removed; "
+          f"{report.components} components, {report.verified_pairs} of "
+          f"{report.candidate_pairs} candidate pairs verified")
+    removed = {json.loads(line).get("url") for p in sorted((out / "removed").glob("*.jsonl"))
+               for line in p.read_text(encoding="utf-8").splitlines()}
+    kept = {json.loads(line).get("url") for p in sorted(out.glob("part_*.jsonl"))
+            for line in p.read_text(encoding="utf-8").splitlines()}
+    found: Counter[bool] = Counter()
+    present: Counter[bool] = Counter()
+    for pair in (manifest.get("near_duplicates") or {}).get("pairs", []):
+        urls = {pair["copy_url"], pair["original_url"]}
+        if urls <= removed | kept:  # both reached dedup (the filter may remove either)
+            near = pair["jaccard_words5"] >= float((report.params or {}).get("threshold", 0.8))
+            present[near] += 1
+            found[near] += bool(urls & removed)
+    print(f"planted pairs that reached dedup: at or above the threshold {found[True]}/"
+          f"{present[True]} removed (expected all), below it {found[False]}/"
+          f"{present[False]} (expected none)")
 
 
 def _decontamination(out: Path, holdout: Path) -> None:

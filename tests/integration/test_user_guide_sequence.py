@@ -48,14 +48,14 @@ def _guide_order() -> list[str]:
 def test_the_guides_step_by_step_sequence_keeps_removed_documents_out_of_the_tiers(
         tmp_path: Path) -> None:
     order = _guide_order()
-    assert order[:7] == ["ingest", "profile", "approve", "filter", "audit", "decontaminate",
-                         "subset"], order
+    assert order[:8] == ["ingest", "profile", "approve", "filter", "audit", "dedup",
+                         "decontaminate", "subset"], order
     approve: dict[str, Any] = yaml.safe_load(
         (EXAMPLES / "flow-apply.yaml").read_text())["approve"]
     _curate(tmp_path, "demo-corpus", "--out", "demo-run/raw", "--docs", str(DOCS))
     _run(tmp_path, sys.executable, "-m", "curator_demo.holdout", "--corpus", "demo-run/raw",
          "--out", "demo-run/holdout")
-    for step in order[:7]:
+    for step in order[:8]:
         if step == "approve":
             sets = [a for name, value in approve["thresholds"].items()
                     for a in ("--set", f"{name}={value}")]
@@ -68,6 +68,8 @@ def test_the_guides_step_by_step_sequence_keeps_removed_documents_out_of_the_tie
                              else f"{step}.yaml")
         _curate(tmp_path, step, "--config", str(config))
     run = tmp_path / "demo-run"
+    duplicates = _ids(sorted((run / "deduplicated" / "removed").glob("*.jsonl")))
+    assert duplicates, "the planted near-duplicates are removed"
     removed = _ids(sorted((run / "decontaminated" / "removed").glob("*.jsonl")))
     kept = _ids(sorted((run / "decontaminated").glob("part_*.jsonl")))
     assert removed, "the planted holdout removes documents"
@@ -76,4 +78,5 @@ def test_the_guides_step_by_step_sequence_keeps_removed_documents_out_of_the_tie
     assert tiers and all(tiers), [len(t) for t in tiers]
     for tier in tiers:
         assert not tier & removed, sorted(tier & removed)[:5]
+        assert not tier & duplicates, sorted(tier & duplicates)[:5]
         assert tier <= kept
