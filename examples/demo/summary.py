@@ -252,7 +252,7 @@ def _dedup(out: Path, manifest: dict[str, Any]) -> None:
     for pair in (manifest.get("near_duplicates") or {}).get("pairs", []):
         urls = {pair["copy_url"], pair["original_url"]}
         if urls <= removed | kept:  # both reached dedup (the filter may remove either)
-            near = pair["jaccard_words5"] >= float((report.params or {}).get("threshold", 0.8))
+            near = pair["jaccard_words5"] >= float(report.params["threshold"] if report.params else 0.8)
             present[near] += 1
             found[near] += bool(urls & removed)
     print(f"planted pairs that reached dedup: at or above the threshold {found[True]}/"

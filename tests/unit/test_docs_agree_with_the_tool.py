@@ -25,7 +25,9 @@ def test_the_signal_counts_are_the_profiles_and_the_registrys() -> None:
 
 def test_the_demo_subset_reads_what_the_demo_decontamination_writes() -> None:
     demo = REPO / "examples" / "demo"
+    dedup = yaml.safe_load((demo / "dedup.yaml").read_text())
     decon = yaml.safe_load((demo / "decontamination.yaml").read_text())
     subset = yaml.safe_load((demo / "subset.yaml").read_text())
-    assert decon["train_glob"].startswith("demo-run/filtered_jsonl/")
+    assert dedup["input_glob"].startswith("demo-run/filtered_jsonl/")
+    assert decon["train_glob"] == f"{dedup['output_dir']}/part_*.jsonl"
     assert subset["input_glob"] == f"{decon['output_dir']}/part_*.jsonl"
