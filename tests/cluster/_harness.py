@@ -213,7 +213,7 @@ class SharedNothingCluster:
         return {**self.node_env(), "RAY_ADDRESS": self.address, **(extra or {})}
 
     # -- lifecycle --------------------------------------------------------------------
-    def start(self, timeout: float = 180) -> SharedNothingCluster:
+    def start(self, timeout: float = 420) -> SharedNothingCluster:
         t0 = time.monotonic()
         self._start_moto()
         self.timings["moto"] = time.monotonic() - t0
