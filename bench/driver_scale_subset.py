@@ -29,8 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")],
                         default=[200_000, 1_000_000])
-    parser.add_argument("--code", type=Path, action="append", required=True,
-                        help="a checkout to run the subset from (repeat: one run each)")
+    parser.add_argument("--code", type=Path, action="append",
+                        help="a checkout to run the subset from (repeat: one run each; "
+                             "default: this repository)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="result file (default: bench/results/driver_scale_subset"
+                             "[_<label>].json)")
     parser.add_argument("--label", default="")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sources", type=int, default=50)
@@ -39,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.05)
     parser.add_argument("--timeout", type=float, default=7200)
     args = parser.parse_args(argv)
+    args.code = args.code or [C.REPO]
     # what driver_scale's step_config reads
     args.shard_size, args.sample, args.holdout = 100_000, 20_000, 200
     results: dict[str, Any] = {}
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{code.name}: peak {lo} -> {hi} x{b['driver_peak_mib'] / a['driver_peak_mib']:.2f}"
               f", {per:.0f} driver bytes per extra document")
     name = "driver_scale_subset" + (f"_{args.label}" if args.label else "") + ".json"
-    out = C.REPO / "bench" / "results" / name
+    out = args.out or C.REPO / "bench" / "results" / name
     out.write_text(json.dumps({"recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                "workers": args.workers, "results": results}, indent=2) + "\n")
     print(f"written {out}")

@@ -76,6 +76,8 @@ MODEST: dict[str, list[str]] = {
     "minhash_kernels": ["--mb", "8", "--slow-mb", "1", "--variants", "numba,numpy"],
     # every step of the flow as its own process, 20,000 and 100,000 tiny documents
     "driver_scale": ["--sizes", "20000,100000", "--quiet-wait", "5"],
+    # the subset's driver alone, this tree, 20,000 and 100,000 tiny documents
+    "driver_scale_subset": ["--sizes", "20000,100000"],
     # curate dedup end to end on 32 MB with planted near-duplicates, against the floor
     "dedup_throughput": ["--mb", "32", "--repeat", "1",
                          "--data-dir", "/tmp/cb-dedup-data-modest"],
@@ -219,6 +221,11 @@ def verdict(name: str, full: bool = False) -> str:
                 f"({'met' if met else 'NOT met'}), {dd['x_floor']:.1f}x the floor; driver "
                 f"peak {dd['driver_peak_mib']:.0f} MiB; planted recall "
                 f"{dd['planted']['recall']}")
+    if name == "driver_scale_subset":
+        ratios = doc["results"].get("ratios", {})
+        return ("subset driver peak RSS, smaller -> larger size (<= 1.25x): " + ", ".join(
+            f"{Path(code).name} {r['peak']:.2f}x ({r['driver_bytes_per_extra_doc']:.0f} B "
+            "per extra document)" for code, r in ratios.items()))
     if name == "cluster_driver_io":
         if "skipped" in doc:
             return f"cluster driver I/O: skipped ({doc['skipped']})"

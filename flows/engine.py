@@ -234,7 +234,9 @@ class ProgressArtifact:
     seconds and whenever it reaches 100%."""
 
     def __init__(self, key: str | None, description: str) -> None:
-        self.id = create_progress_artifact(progress=0.0, key=key, description=description)
+        # a phase's name may hold what a key may not (``holdout_index``)
+        self.id = create_progress_artifact(progress=0.0, key=_artifact_key(key),
+                                           description=description)
         self._sent = 0.0
         self._last = 0.0
 

@@ -95,8 +95,8 @@ def test_two_runs_measure_then_approve_and_apply(
     assert report["status"] == "ok", report.get("error")
     assert statuses(report) == {
         "curate/ingest": "skipped", "curate/profile": "disabled", "curate/filter": "ok",
-        "curate/audit": "disabled", "curate/decontamination": "disabled",
-        "curate/subset": "disabled"}
+        "curate/audit": "disabled", "curate/dedup": "disabled",
+        "curate/decontamination": "disabled", "curate/subset": "disabled"}
     ingest_entry = next(s for s in report["steps"] if s["step_id"] == "curate/ingest")
     assert ingest_entry["passed"] is True and ingest_entry["notes"]
     assert _mtimes(root / "ingested") == before  # not rewritten

@@ -95,6 +95,7 @@ def flow_run(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     config = base_config(raw, root, profile=False, filt=True, approve=APPROVE)
     config["steps"].update({
         "audit": {"enabled": True, "mode": "all", "comparison_fields": ["id", "text"]},
+        "dedup": {"enabled": True},
         "decontamination": {"enabled": True, "holdout": str(base / "holdout/holdout.jsonl")},
         "subset": {"enabled": True, "token_budgets": [3000, 8000]},
     })

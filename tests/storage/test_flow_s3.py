@@ -166,9 +166,11 @@ def test_the_whole_flow_into_a_bucket_root_matches_a_local_root_and_resumes_anyw
         measure, apply = _configs(raw_url, holdout_url, root)
         assert _run(measure) == {"curate/ingest": "ok", "curate/profile": "ok",
                                  "curate/filter": "disabled", "curate/audit": "disabled",
+                                 "curate/dedup": "disabled",
                                  "curate/decontamination": "disabled",
                                  "curate/subset": "disabled"}
         assert _run(apply) == {"curate/ingest": "skipped", "curate/profile": "disabled",
+                               "curate/dedup": "disabled",
                                **{f"curate/{k}": "ok" for k in STEPS[2:]}}
 
     on_bucket = s3_objects(s3_server, bucket, "run")

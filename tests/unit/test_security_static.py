@@ -44,10 +44,16 @@ FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__"}
 SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 
 
+def ours(path: Path) -> bool:
+    """Not under a hidden folder inside a top-level one (a git-ignored virtualenv of a
+    peer's tool, bench/peers/.venvs: third-party code, not the project's)."""
+    return not any(part.startswith(".") for part in path.relative_to(REPO).parts[1:-1])
+
+
 def sources() -> list[tuple[str, ast.Module, str]]:
     found = []
     for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
+        for path in filter(ours, sorted((REPO / package).rglob("*.py"))):
             text = path.read_text(encoding="utf-8")
             found.append((str(path.relative_to(REPO)), ast.parse(text), text))
     return found
@@ -131,7 +137,7 @@ def server_starts() -> list[tuple[str, str]]:
                  "README.md"):
         base = REPO / root
         files = [base] if base.is_file() else sorted(
-            p for p in base.rglob("*") if p.is_file() and p.suffix in (
+            p for p in base.rglob("*") if p.is_file() and ours(p) and p.suffix in (
                 ".py", ".sh", ".md", ".yaml", ".yml", ""))
         for path in files:
             if path.name == Path(__file__).name:
@@ -172,7 +178,7 @@ def test_no_code_here_binds_a_server_beyond_loopback() -> None:
     found = []
     for root in ("curator", "flows", "executors", "deployments", "bench", "tests",
                  "examples", "curator_testing", "curator_demo"):
-        for path in sorted((REPO / root).rglob("*.py")):
+        for path in filter(ours, sorted((REPO / root).rglob("*.py"))):
             if path.name in (Path(__file__).name, "test_security.py"):
                 continue  # the checks name the hostile host themselves
             text = path.read_text(encoding="utf-8")
