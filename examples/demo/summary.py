@@ -247,12 +247,13 @@ def _dedup(out: Path, manifest: dict[str, Any]) -> None:
                for line in p.read_text(encoding="utf-8").splitlines()}
     kept = {json.loads(line).get("url") for p in sorted(out.glob("part_*.jsonl"))
             for line in p.read_text(encoding="utf-8").splitlines()}
+    threshold = float(report.params["threshold"] if report.params else 0.8)
     found: Counter[bool] = Counter()
     present: Counter[bool] = Counter()
     for pair in (manifest.get("near_duplicates") or {}).get("pairs", []):
         urls = {pair["copy_url"], pair["original_url"]}
         if urls <= removed | kept:  # both reached dedup (the filter may remove either)
-            near = pair["jaccard_words5"] >= float(report.params["threshold"] if report.params else 0.8)
+            near = pair["jaccard_words5"] >= threshold
             present[near] += 1
             found[near] += bool(urls & removed)
     print(f"planted pairs that reached dedup: at or above the threshold {found[True]}/"
