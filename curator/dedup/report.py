@@ -75,6 +75,48 @@ def histogram(sizes: dict[str, int]) -> list[str]:
             for k, n in sizes.items()]
 
 
+#: a bigger picture is not inlined into the markdown (a Prefect artifact is a DB row)
+MAX_INLINE_PICTURE_BYTES = 1_000_000
+
+
+def histogram_png(sizes: dict[str, int]) -> bytes | None:
+    """The component-size histogram as a PNG (bars per size bin; Agg, no ``Software``
+    metadata), for the Prefect artifact, which cannot show a file on a worker's disk;
+    ``None`` without components."""
+    if not sizes:
+        return None
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 2.6), dpi=100)
+    ax = fig.add_subplot()
+    ax.bar(range(len(sizes)), list(sizes.values()), color="#4c72b0")
+    ax.set_xticks(range(len(sizes)), list(sizes))
+    ax.set_xlabel("documents in the component")
+    ax.set_ylabel("components")
+    ax.set_title("near-duplicate components by size", fontsize=10)
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", metadata={"Software": None})
+    return out.getvalue()
+
+
+def picture_markdown(sizes: dict[str, int]) -> list[str]:
+    """The histogram as a markdown image with a ``data:`` URI (no lines when there is
+    nothing to draw or the picture is too big to inline)."""
+    import base64
+
+    png = histogram_png(sizes)
+    if png is None or len(png) > MAX_INLINE_PICTURE_BYTES:
+        return []
+    data = base64.b64encode(png).decode("ascii")
+    return ["", f"![component sizes](data:image/png;base64,{data})"]
+
+
 def render(report: DedupReport) -> Rendering:
     if report.documents_in is None or report.params is None:
         raise ValueError("a dedup report without its counts")
@@ -100,6 +142,7 @@ def render(report: DedupReport) -> Rendering:
         "```",
         *histogram(sizes),
         "```",
+        *picture_markdown(sizes),
     ]
     for w in report.warnings or []:
         lines.append(f"- warning `{w.id}`: {w.message}")

@@ -193,5 +193,12 @@ def test_the_report_is_its_model_and_schema(tmp_path: Path) -> None:
     assert "1 of 2 documents removed" in shown.summary
     assert shown.tables["component-sizes"] == [{"size": "2", "components": 1}]
     assert "2 | ####" in shown.markdown  # the histogram's bar
+    # and its picture, inlined for the Prefect artifact: a PNG that decodes
+    import base64
+    import re
+
+    found = re.search(r"!\[component sizes\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)",
+                      shown.markdown)
+    assert found and base64.b64decode(found.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
     (row,), _ = SPEC.funnel(DedupReport.model_validate(raw))  # type: ignore[misc]
     assert (row.documents_in, row.documents_out, row.balanced) == (2, 1, True)
