@@ -207,8 +207,11 @@ class DedupRun(StepRun):
         while verified:
             rounds += 1
             if rounds > MAX_ROUNDS:
-                raise RuntimeError(f"connected components did not converge in {MAX_ROUNDS} "
-                                   "rounds")
+                raise CuratorError(
+                    "dedup_components_not_converged",
+                    f"connected components did not converge in {MAX_ROUNDS} rounds (an "
+                    "internal invariant: report it, with the run's report)",
+                    rounds=MAX_ROUNDS)
             mid = Exchange(str(work / "cc" / f"{rounds - 1}s"), n)
             nxt = Exchange(str(work / "cc" / str(rounds)), n)
             large = self.phase(f"components-{rounds}-large", BucketPartitioning(exchange=edges),
@@ -233,8 +236,11 @@ class DedupRun(StepRun):
         gone = written(work, sids)["removed"]
         planned = self.counts["documents_in_components"] - self.counts["components"]
         if gone != planned:
-            raise RuntimeError(f"{gone} documents written as removed, but the components "
-                               f"remove {planned}")
+            raise CuratorError(
+                "dedup_counts_do_not_balance",
+                f"{gone} documents written as removed, but the components remove {planned} "
+                "(an internal invariant: report it; rerun without the checkpoint)",
+                written=gone, planned=planned)
 
     def artifacts(self) -> list[tuple[Path | None, dict[str, Any]]]:
         cfg = self.config
