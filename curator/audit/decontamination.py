@@ -25,6 +25,7 @@ from pathlib import Path
 from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 from curator.audit.rebase import Rebase
+from curator.corpus.formats import file_facts
 from curator.corpus.reading import iter_lines, iter_records
 from curator.corpus.records import RecordSpec, Rejection
 from curator.errors import CuratorError
@@ -46,17 +47,6 @@ def _digest_files(files: dict[str, str]) -> str:
                 h.update(chunk)
         h.update(b"\0")
     return "sha256:" + h.hexdigest()
-
-
-def _file_facts(path: Path) -> tuple[int, str]:
-    # a loop, not hashlib.file_digest: one read gives the row count and the digest
-    h = hashlib.sha256()
-    rows = 0
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-            rows += chunk.count(b"\n")
-    return rows, "sha256:" + h.hexdigest()
 
 
 def _ids(files: list[str], spec: RecordSpec) -> list[str]:
@@ -148,7 +138,7 @@ def check_decontamination(report_path: Path, root: Path | None = None) -> Block:
                                 f"the report's counts differ from the files: {wrong}"))
     declared = {s.name: (s.rows, s.sha256)
                 for s in (report.output.shards if report.output else None) or []}
-    actual = {p.name: _file_facts(p) for p in shards}
+    actual = {p.name: file_facts(p) for p in shards}
     if declared != actual:
         differ = sorted(n for n in set(declared) | set(actual)
                         if declared.get(n) != actual.get(n))

@@ -29,7 +29,6 @@ whole-root audit, under the root it is given (:mod:`curator.audit.rebase`).
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import Counter
 from pathlib import Path
@@ -41,7 +40,7 @@ from curator import models
 from curator.audit.checks import EXAMPLES, Block, Finding, finding
 from curator.audit.dedup_kernel import estimate, jaccard, shingle_hashes, signature
 from curator.audit.rebase import Rebase
-from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES
+from curator.corpus.formats import JSONL_EXTENSIONS, PARQUET_NAMES, file_facts
 from curator.corpus.reading import iter_lines
 from curator.errors import CuratorError
 from curator.models import DedupReport
@@ -53,17 +52,6 @@ SAMPLE_SEED = 0
 TOLERANCE = 1e-9
 FIELDS = ("dedup_component", "dedup_survivor", "dedup_similarity", "dedup_neighbor",
           "dedup_neighbor_similarity")
-
-
-def _file_facts(path: Path) -> tuple[int, str]:
-    # a loop, not hashlib.file_digest: one read gives the row count and the digest
-    h = hashlib.sha256()
-    rows = 0
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-            rows += chunk.count(b"\n")
-    return rows, "sha256:" + h.hexdigest()
 
 
 def _records(paths: list[str]) -> tuple[int, list[dict[str, Any] | None]]:
@@ -235,7 +223,7 @@ def check_dedup(report_path: Path, root: Path | None = None) -> Block:
     for declared_list, files in ((report.shards, kept_shards),
                                  (report.removed_shards, removed_shards)):
         declared = {s.name: (s.rows, s.sha256) for s in declared_list or []}
-        actual = {p.name: _file_facts(p) for p in files}
+        actual = {p.name: file_facts(p) for p in files}
         differ += sorted(n for n in set(declared) | set(actual)
                          if declared.get(n) != actual.get(n))
     if differ:

@@ -96,11 +96,8 @@ def written_summary(work_dir: str | Path, shard: Path) -> dict[str, Any] | None:
     return shard_summary(shared.localize(shard))
 
 
-def shard_summary(path: Path) -> dict[str, Any] | None:
-    """A written shard as a manifest lists it: name, rows (lines) and sha256, in one
-    read; ``None`` when it is absent."""
-    if not path.is_file():
-        return None
+def file_facts(path: Path) -> tuple[int, str]:
+    """A file's lines (``\\n`` bytes) and ``sha256:`` digest, in one read."""
     # a loop, not hashlib.file_digest: one read gives the row count and the digest
     h = hashlib.sha256()
     rows = 0
@@ -108,4 +105,13 @@ def shard_summary(path: Path) -> dict[str, Any] | None:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
             rows += chunk.count(b"\n")
-    return {"name": path.name, "rows": rows, "sha256": "sha256:" + h.hexdigest()}
+    return rows, "sha256:" + h.hexdigest()
+
+
+def shard_summary(path: Path) -> dict[str, Any] | None:
+    """A written shard as a manifest lists it: name, rows (lines) and sha256, in one
+    read; ``None`` when it is absent."""
+    if not path.is_file():
+        return None
+    rows, digest = file_facts(path)
+    return {"name": path.name, "rows": rows, "sha256": digest}
