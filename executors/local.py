@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -142,10 +143,20 @@ class LocalExecutor(Executor):
         try:
             with _starting_workers():  # the pool spawns its workers in submit()
                 return self._pool.submit(_run, *self._chain, task)
-        except BrokenProcessPool as exc:
+        except (BrokenProcessPool, OSError) as exc:
             # a worker died since the engine last looked (killed, out of memory): this
             # unit fails like the ones that were running, and the run stops with
-            # partition_failed and its report, not with the pool's traceback
+            # partition_failed and its report, not with the pool's traceback. A worker
+            # that dies while this submit spawns its replacement breaks the pool under
+            # it: the spawn then fails on the pool's closed pipe (OSError "handle is
+            # closed"), which is the same death
+            if not isinstance(exc, BrokenProcessPool):
+                deadline = time.monotonic() + 2.0  # the pool's thread marks it broken
+                while not self._broken() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                if not self._broken():
+                    raise
+                exc = BrokenProcessPool(f"a worker died while another was started: {exc}")
             failed: cf.Future[UnitResult] = cf.Future()
             failed.set_exception(exc)
             return failed

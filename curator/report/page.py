@@ -217,7 +217,9 @@ class View:
     def steps(self) -> dict[str, Any]:
         rows = []
         for s in self.run.steps:
-            if s.artifact is None:
+            if s.artifact is None and s.flow_status == "disabled":
+                state, text = "muted", "not run"  # an optional step left off (dedup)
+            elif s.artifact is None:
                 state, text = "muted", s.problem or "absent"
             elif s.complete:
                 state, text = "ok", "complete"
@@ -429,7 +431,8 @@ class View:
         return {"flow": flow, "policy": policy,
                 "folders": [self.remote_folder(s.spec.step_id, s.url) if s.url
                             else self.folder(s.spec.step_id, s.output_dir)
-                            for s in run.steps]}
+                            for s in run.steps
+                            if not (s.artifact is None and s.flow_status == "disabled")]}
 
 
 def _path(value: str) -> Path | str:

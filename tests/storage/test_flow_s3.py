@@ -207,7 +207,7 @@ def test_the_whole_flow_into_a_bucket_root_matches_a_local_root_and_resumes_anyw
     # (`curate flow`, which names the bucket's files)
     measure, apply = _configs(raw_url, holdout_url, url)
     skipped = {"curate/ingest": "skipped", "curate/profile": "disabled",
-               **{f"curate/{k}": "skipped" for k in STEPS[2:]}}
+               "curate/dedup": "disabled", **{f"curate/{k}": "skipped" for k in STEPS[2:]}}
     config_file = tmp_path / "apply.yaml"
     config_file.write_text(json.dumps(apply))
     monkeypatch.setenv("CURATE_PREFECT", "never")
@@ -242,8 +242,10 @@ def test_the_whole_flow_into_a_bucket_root_matches_a_local_root_and_resumes_anyw
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
     assert status["path"] == url and status["kind"] == "flow" and status["flow_status"] == "ok"
-    assert {s["key"]: s["state"] for s in status["steps"]} == dict.fromkeys(STEPS, "finished")
-    assert {s["output_dir"] for s in status["steps"]} == {f"{url}/{d}" for d in SUBDIRS}
+    assert {s["key"]: s["state"] for s in status["steps"]} == {
+        **dict.fromkeys(STEPS, "finished"), "dedup": "not_run"}  # dedup: off in this flow
+    assert {s["output_dir"] for s in status["steps"] if s["key"] in STEPS} == {
+        f"{url}/{d}" for d in SUBDIRS}
     assert f"the run on one page: {url}/report.html" in status["notes"]
     assert not any("no done-marker" in n for s in status["steps"] for n in s["notes"])
 
