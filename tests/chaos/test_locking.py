@@ -4,11 +4,13 @@ by SIGKILL leaves no stale lock (the kernel drops an flock with its process)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from curator.errors import CuratorError
@@ -36,6 +38,26 @@ def stop_once_locked(proc: Proc, lock: Path, timeout: float = 120) -> None:
         time.sleep(0.002)
     os.killpg(proc.pid, signal.SIGSTOP)
     assert lock.read_text().strip(), "the run ended between the check and the stop"
+    assert_holds(proc, lock)
+
+
+def assert_holds(proc: Proc, lock: Path) -> None:
+    """Fail, with the run's state and stderr, unless a live ``proc`` holds ``lock``'s
+    flock (a probe of our own is refused): what the refusals below depend on."""
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return
+    finally:
+        os.close(fd)
+    try:
+        state = psutil.Process(proc.pid).status()
+    except psutil.NoSuchProcess:
+        state = "gone"
+    raise AssertionError(f"the stopped run ({state}, exit {proc.poll()}) no longer "
+                         f"holds {lock.name} ({lock.read_text().strip()!r})\n"
+                         f"{proc.stderr()[-3000:]}")
 
 
 def test_a_second_run_is_refused_while_the_first_holds_the_lock(tmp_path: Path) -> None:
@@ -45,7 +67,9 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock(tmp_path: Path) 
         stop_once_locked(first, lock)
         before = tree(case.out)
         with case.proc("second") as second:  # the same output dir and checkpoint
-            assert second.wait(120) == 2, second.stderr()
+            code = second.wait(120)
+            assert_holds(first, lock)
+            assert code == 2, second.stderr()
             assert "output_dir_locked" in second.stderr()
         assert tree(case.out) == before, "the refused run touched the output"
         # another output directory, the same checkpoint: refused on the checkpoint
