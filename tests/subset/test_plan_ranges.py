@@ -19,7 +19,7 @@ from curator.corpus.sampling import stable_uint64
 from curator.errors import CuratorError
 from curator.exchange import range_of
 from curator.steps.subset import SubsetConfig, run_subset
-from curator.subset.planning import check_unique, make_plan
+from tests.subset._oracle import check_unique, make_plan
 from tests.subset.test_subset import (
     planned_strata,
     run,

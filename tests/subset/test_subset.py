@@ -16,7 +16,8 @@ from curator.audit.subset import check_subset
 from curator.corpus.sampling import stable_uint64
 from curator.errors import CuratorError
 from curator.steps.subset import SubsetConfig, run_subset
-from curator.subset.planning import dhondt, verify_nesting
+from curator.subset.planning import dhondt
+from tests.subset._oracle import verify_nesting
 
 CL100K = "sha256:223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 O200K = "sha256:446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
