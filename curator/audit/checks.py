@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from curator import models
-from curator.audit.multisets import differences, distinct, total
 from curator.audit.netting import Netted
 from curator.audit.scan import NOT_A_FILE, NOT_READABLE, FileScan
 from curator.corpus.fingerprint import RowDigest
@@ -400,13 +399,12 @@ def check_records(f: AuditFacts) -> Block:
                      missing_ids=f.netted.missing_ids[:EXAMPLES],
                      unexpected_ids=f.netted.unexpected_ids[:EXAMPLES])
     elif by_id:
-        missing, unexpected = differences(
-            (s.frames.get("ids", s.ids) for s in ref),
-            [*(s.frames.get("ids", s.ids) for s in out), removed])
-        n_missing, n_unexpected = int(missing["n"].sum()), int(unexpected["n"].sum())
+        missing, unexpected = _differences((s.ids for s in ref),
+                                           [*(s.ids for s in out), removed])
+        n_missing, n_unexpected = missing.total(), unexpected.total()
         block.update(missing_count=n_missing, unexpected_count=n_unexpected,
-                     missing_ids=sorted(missing["k"].to_list())[:EXAMPLES],
-                     unexpected_ids=sorted(unexpected["k"].to_list())[:EXAMPLES])
+                     missing_ids=sorted(missing)[:EXAMPLES],
+                     unexpected_ids=sorted(unexpected)[:EXAMPLES])
     if by_id:
         if n_missing or n_unexpected:
             findings.append(finding(
@@ -455,15 +453,15 @@ def check_containment(f: AuditFacts) -> Block:
     """The target a multiset subset of the reference, by the comparison fields' key."""
     tgt = [f.scans[p] for p in f.target]
     ref = [f.scans[p] for p in f.reference]
-    t_keys = [s.frames.get("keys", s.keys) for s in tgt]
-    r_keys = [s.frames.get("keys", s.keys) for s in ref]
-    ids = [s.frames.get("ids", s.ids) for s in tgt]
+    t_keys = [s.keys for s in tgt]
+    r_keys = [s.keys for s in ref]
+    ids = [s.ids for s in tgt]
     n = f.netted
     problems = []
     t_missing = sum(s.missing_keys + s.bad_records for s in tgt)
     r_missing = sum(s.missing_keys + s.bad_records for s in ref)
     missing_rows = n.missing_rows if n is not None else \
-        int(differences(t_keys, r_keys)[0]["n"].sum())
+        _differences(t_keys, r_keys)[0].total()
     if t_missing:
         problems.append(f"{t_missing} target rows lack a comparison field or are not objects")
     # an unkeyed reference row (not JSON, or lacking a field) can only hide a target row
@@ -475,7 +473,7 @@ def check_containment(f: AuditFacts) -> Block:
     if not f.reference:
         problems.append("no reference files")
     duplicates = 0 if not f.id_field else n.target_ids - n.target_distinct \
-        if n is not None else total(ids) - distinct(ids)
+        if n is not None else _total(ids) - len(set().union(*ids))
     verifiable = not problems
     block = {
         "comparison_fields": f.comparison_fields, "duplicate_ids": duplicates,
@@ -483,9 +481,9 @@ def check_containment(f: AuditFacts) -> Block:
         "verifiable": verifiable, "contained": verifiable and missing_rows == 0,
         "missing_key_count": t_missing + r_missing, "missing_row_count": missing_rows,
         "target": {"rows": f.rows(f.target),
-                   "keyed_rows": n.target_keyed if n is not None else total(t_keys)},
+                   "keyed_rows": n.target_keyed if n is not None else _total(t_keys)},
         "reference": {"rows": f.rows(f.reference),
-                      "keyed_rows": n.reference_keyed if n is not None else total(r_keys)},
+                      "keyed_rows": n.reference_keyed if n is not None else _total(r_keys)},
         "problems": problems,
     }
     findings: list[Finding] = []
@@ -502,6 +500,25 @@ def check_containment(f: AuditFacts) -> Block:
         findings.append(finding("duplicate_ids",
                                 f"{duplicates} duplicate ids, and the manifest says reject"))
     return block, findings
+
+
+def _differences(a: Iterable[dict[str, int]], b: Iterable[dict[str, int]]
+                 ) -> tuple[Counter[str], Counter[str]]:
+    """``(A - B, B - A)``, A the sum of the multisets ``a`` and B of ``b`` (maps ``{key:
+    count}``), as ``Counter`` subtraction (the scans' multisets, when they were not
+    netted on the exchange: :attr:`AuditFacts.netted`)."""
+    sum_a: Counter[str] = Counter()
+    sum_b: Counter[str] = Counter()
+    for m in a:
+        sum_a.update(m)
+    for m in b:
+        sum_b.update(m)
+    return sum_a - sum_b, sum_b - sum_a
+
+
+def _total(maps: list[dict[str, int]]) -> int:
+    """How many elements the multisets hold together."""
+    return sum(sum(m.values()) for m in maps)
 
 
 #: one checker per artifact kind: the report field it fills and the function

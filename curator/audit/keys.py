@@ -62,7 +62,7 @@ def row_keys(records: Sequence[dict[str, Any]], fields: tuple[str, ...],
     values (compact, keys sorted, UTF-8 unescaped, written with orjson; 64 hex digits,
     so the kinds never meet). Keys are compared within one run only, never persisted
     beyond its work dir: polars' hash is stable within one polars version (each scan
-    records its scheme, :attr:`Keys.scheme`, and :func:`curator.audit.join.load_scans`
+    records its scheme, :attr:`Keys.scheme`, and :func:`curator.audit.scan.load_scans`
     refuses to mix two). Two different rows share a polars key only if every value that
     differs collides: about 2**-64 per pair of rows (a text changed under the same id); a
     digest key, about 2**-128 per pair; a collision could only hide a missing row.

@@ -34,11 +34,8 @@ from typing import Any
 
 import numpy as np
 import orjson
-import polars as pl
 
-from curator.audit._lines import LINE_SCHEME
 from curator.audit.keys import Keys, id_key, id_keys, only, value_counts
-from curator.audit.multisets import Multiset, counts
 from curator.corpus.fingerprint import MOD, RowDigest
 from curator.corpus.records import (
     MISSING_SOURCE,
@@ -77,32 +74,11 @@ class FileScan:
     #: the corpus fingerprint's partial sum of its documents (the profile's definition)
     fingerprint: dict[str, Any] | None = None
     key_scheme: str | None = None  # how `keys` were made (keys.Keys.scheme), when there are any
-    #: a reference file: its documents' lines table was written (:data:`LINE_SCHEME`)
-    line_table: str | None = None
-    #: a target file read without parsing (its lines' hashes written): what the driver
-    #: (:func:`curator.audit.join.load_scans`) needs to complete it from the reference's
-    #: lines table
-    deferred: dict[str, Any] | None = None
-    #: the multisets (``ids``, ``keys``) a reference unit left in its lines table
-    #: instead of writing them here (``ids`` and ``keys`` then empty): the driver takes
-    #: them from the table, as its rows (``frames``)
-    in_table: list[str] = field(default_factory=list)
-    #: ``ids`` and ``keys`` as :mod:`curator.audit.multisets` (frames or rows of the
-    #: lines tables), when the driver has them already (the same multisets: the checks
-    #: take these where there are any); never written
-    frames: dict[str, Multiset] = field(default_factory=dict, repr=False, compare=False)
-
-    def counts(self, name: str) -> dict[str, int]:
-        """The multiset ``ids`` or ``keys`` as a map, wherever it is held (rows of the
-        lines tables from the driver, or the map the unit wrote)."""
-        held = self.frames.get(name)
-        return getattr(self, name) if held is None else counts(held)
 
     def to_json(self) -> dict[str, Any]:
         """The fields, the small maps' keys sorted (the large multisets are not: their
         order is never read)."""
         out = dict(self.__dict__)
-        del out["frames"]
         for name in ("fault", "per_source", "rejections", "removed_by", "failed"):
             if out[name] is not None:
                 out[name] = dict(sorted(out[name].items()))
@@ -133,11 +109,10 @@ def rejected_line(scan: FileScan, obj: dict[str, Any]) -> None:
 
 
 def parse_batch(scan: FileScan, lines: Sequence[bytes | memoryview],
-                offsets: Callable[[], list[int]], exact: bool
-                ) -> tuple[list[dict[str, Any]], list[int] | None]:
+                offsets: Callable[[], list[int]], exact: bool) -> list[dict[str, Any]]:
     """The objects of a batch of rows (non-blank lines; ``offsets()``: their byte
-    offsets, asked for only when a row is bad), and their rows' places in the batch
-    (None: every row is one); the rows counted and the bad ones recorded (:func:`bad`)."""
+    offsets, asked for only when a row is bad); the rows counted and the bad ones
+    recorded (:func:`bad`)."""
     scan.rows += len(lines)
     if not exact:
         try:
@@ -146,9 +121,9 @@ def parse_batch(scan: FileScan, lines: Sequence[bytes | memoryview],
             pass
         else:
             if only(objs, dict):
-                return objs, None
-    objs, good = [], []
-    for j, (line, offset) in enumerate(zip(lines, offsets(), strict=True)):
+                return objs
+    objs = []
+    for line, offset in zip(lines, offsets(), strict=True):
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -158,8 +133,7 @@ def parse_batch(scan: FileScan, lines: Sequence[bytes | memoryview],
             bad(scan, NON_OBJECT, offset, "not_an_object")
             continue
         objs.append(obj)
-        good.append(j)
-    return objs, good
+    return objs
 
 
 def _values(objs: list[dict[str, Any]], name: str) -> list[Any]:
@@ -190,40 +164,32 @@ def _count(values: list[Any]) -> Counter[Any] | None:
 
 
 class Summary:
-    """What the checks need of a file's records, added a batch at a time; with ``table``,
-    also each document's line, source, id and key (a reference's lines table,
-    :mod:`curator.audit.scan`)."""
+    """What the checks need of a file's records, added a batch at a time."""
 
     def __init__(self, scan: FileScan, spec: RecordSpec, want_ids: bool,
-                 fields: tuple[str, ...], fingerprint: bool, table: bool = False) -> None:
-        self.scan, self.spec, self.want_ids, self.table = scan, spec, want_ids, table
+                 fields: tuple[str, ...], fingerprint: bool) -> None:
+        self.scan, self.spec, self.want_ids = scan, spec, want_ids
         self.sources: Counter[str] = Counter()
         self.rejections: Counter[str] = Counter()
         self.id_values: list[Any] = []  # the documents' ids, as parsed
         self.keys = Keys(fields, spec) if fields else None
         self.digest = RowDigest() if fingerprint else None
-        self.doc_hashes: list[np.ndarray] = []  # for a table: the documents' lines' h0, h1,
-        self.doc_sources: list[str | None] = []  # sources (None: MISSING_SOURCE)
-        self.doc_keys: list[pl.Series] = []  # and keys
 
-    def add(self, objs: list[dict[str, Any]],
-            hashes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        """A batch's records (``hashes``: their lines' h0 and h1, for a table)."""
+    def add(self, objs: list[dict[str, Any]]) -> None:
+        """A batch's records."""
         if not objs:
             return
         spec = self.spec
         idf = spec.id_field
-        sources = self._sources(objs)
+        self._sources(objs)
         texts = _values(objs, spec.text_field)
         ids = _values(objs, idf) if idf else None
         plain = only(texts, str)  # every text a string
-        if self.keys is None:
-            keys = None
-        else:  # the columns taken, when all are strings
+        if self.keys is not None:  # the columns taken, when all are strings
             known: dict[str | None, list[str]] = {spec.text_field: texts} if plain else {}
             if ids is not None and only(ids, str):
                 known[idf] = ids
-            keys = self.keys.add(objs, known)
+            self.keys.add(objs, known)
         mask = None  # which records are documents, when not all are
         if not spec.require_id and plain and all(texts) and not any(map(str.isspace, texts)):
             docs = objs  # every record a document (classify_record's checks, by column)
@@ -252,32 +218,20 @@ class Summary:
                 self._sum(digests if mask is None else list(compress(digests, mask)))
         if self.want_ids:
             self.id_values += ids if ids is not None else [None] * len(docs)
-        if hashes is not None:
-            if mask is None:
-                self.doc_hashes.append(np.stack(hashes))
-                self.doc_sources += sources
-            else:
-                self.doc_hashes.append(np.stack(hashes)[:, np.array(mask, np.bool_)])
-                self.doc_sources += compress(sources, mask)
-                keys = None if keys is None else keys.filter(pl.Series(mask))
-            if keys is not None:
-                self.doc_keys.append(keys)
 
-    def _sources(self, objs: list[dict[str, Any]]) -> list[str | None]:
-        """Counts the records' sources; returns each one's (None: MISSING_SOURCE)."""
+    def _sources(self, objs: list[dict[str, Any]]) -> None:
+        """Counts the records' sources."""
         sf = self.spec.source_field
         if sf is None:
             self.sources[MISSING_SOURCE] += len(objs)
-            return [None] * len(objs)
+            return
         values = _values(objs, sf)
         counts = _count(values)
         if counts is not None and all(v is None or type(v) is str for v in counts):
             for v, n in counts.items():  # (1, 1.0 and True would merge: str(v) differs)
                 self.sources[MISSING_SOURCE if v is None else v] += n
-            return values
-        values = [source_of(obj, sf) for obj in objs]
-        self.sources.update(values)
-        return values
+            return
+        self.sources.update(source_of(obj, sf) for obj in objs)
 
     def _fingerprint(self, ids: list[Any] | None, texts: list[str]) -> None:
         """:class:`curator.corpus.fingerprint.RowDigest`'s sum over the documents:
@@ -306,53 +260,22 @@ class Summary:
         self.digest.count += len(digests)
         self.digest.total = (self.digest.total + _big_sum(digests)) % MOD
 
-    def finish(self) -> pl.DataFrame | None:
-        """Fills the scan; returns the lines table (with ``table``)."""
+    def finish(self) -> None:
+        """Fills the scan."""
         scan = self.scan
         scan.per_source = dict(sorted(self.sources.items()))
         for reason, n in self.rejections.items():
             scan.rejections[reason] = scan.rejections.get(reason, 0) + n
-        ids = None
-        # with a table, the multisets it holds are not written as maps (the driver
-        # groups the table's columns): the ids always (they are the documents'), the
-        # keys when every object is a document (the table's rows are the documents)
-        table = self.table
         if self.want_ids:
-            ids = id_keys(self.id_values)
-            if table:
-                scan.in_table.append("ids")
-            else:
-                scan.ids = value_counts(ids)
+            scan.ids = value_counts(id_keys(self.id_values))
         if self.keys is not None:
             scan.key_scheme, scan.missing_keys = self.keys.scheme, self.keys.missing
-            if table and scan.documents + scan.bad_records == scan.rows:
-                scan.in_table.append("keys")
-            else:
-                scan.keys = self.keys.result()
+            scan.keys = self.keys.result()
         if self.digest is not None:
             scan.fingerprint = self.digest.to_json()
-        if not table:
-            return None
-        h0, h1 = np.concatenate(self.doc_hashes, axis=1) if self.doc_hashes else \
-            np.zeros((2, 0), np.uint64)
-        frame = pl.DataFrame({"h0": h0, "h1": h1}).with_columns(
-            source=pl.Series(self.doc_sources, dtype=pl.String).fill_null(MISSING_SOURCE))
-        if ids is not None:
-            frame = frame.with_columns(id=ids)
-        if self.keys is not None:
-            frame = frame.with_columns(key=pl.concat(self.doc_keys) if self.doc_keys
-                                       else pl.Series([], dtype=pl.String))
-        scan.line_table = LINE_SCHEME
-        return frame
 
 
 def scan_path(work_dir: str | Path, path: str) -> Path:
     """Where a unit writes the scan of ``path``."""
     name = hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
     return Path(work_dir) / "scan" / f"{name}.json"
-
-
-def lines_path(scan_json: Path) -> Path:
-    """The lines file next to a scan's result: a reference's lines table, or a deferred
-    target's line hashes (Arrow IPC)."""
-    return scan_json.with_suffix(".lines.arrow")

@@ -316,24 +316,25 @@ class AuditRun(StepRun):
             (self.out / name).unlink(missing_ok=True)
 
     def execute(self) -> None:
+        if not self.files():  # output_root with only later steps' artifacts
+            return
         cfg = self.config
         id_field, source_field = self.fields()
         keyed = frozenset(self.target) | frozenset(self.reference) \
             if cfg.mode in ("containment", "all") else frozenset()
+        size = sum(storage.version(p)[0] or 0 for p in self.files())
+        self.exchange = Exchange.open(
+            self.work / "exchange", choose_buckets(size, cfg.execution.exchange_buckets))
         stage = ScanStage(
             work_dir=str(self.work),
             spec=RecordSpec(text_field=cfg.text_field, id_field=id_field,
                             source_field=source_field),
             want_ids=id_field is not None, comparison_fields=tuple(cfg.comparison_fields),
             keyed=keyed, rejected=frozenset(self.rejected),
-            fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset(),
             digested=frozenset(self.target),  # only the target's sha256 is checked
+            exchange=self.exchange,
+            fingerprinted=frozenset(self.reference) if cfg.approved_policy else frozenset(),
             referenced=frozenset(self.reference))
-        if not self.files():  # output_root with only later steps' artifacts
-            return
-        size = sum(storage.version(p)[0] or 0 for p in self.files())
-        stage.exchange = self.exchange = Exchange.open(
-            self.work / "exchange", choose_buckets(size, cfg.execution.exchange_buckets))
         partitions = FilePartitioningStage(file_paths=self.files(), files_per_partition=1,
                                            file_extensions=None)
         self.phase("scan", partitions, stage)

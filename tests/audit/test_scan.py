@@ -1,6 +1,7 @@
 """The audit's scan (curator/audit/scan.py and the modules it is split into: unit,
-summary, keys, join): its batched, column-wise reading gives what the plain per-line
-reading gives, on hostile files too.
+summary, keys): its batched, column-wise reading gives what the plain per-line reading
+gives, on hostile files too; a unit writes that scan and sends its multisets to the
+exchange; the driver's merge refuses scans it cannot use.
 
 Three readings are compared: ``scan_file`` (batches parsed by one ``map``), ``scan_file``
 with ``exact=True`` (every line parsed alone, with its offset), and an independent
@@ -26,7 +27,6 @@ import polars as pl
 import pytest
 import zstandard
 
-from curator.audit import join as join_mod
 from curator.audit import keys as keys_mod
 from curator.audit import unit as unit_mod
 from curator.audit.keys import id_key, row_key, row_keys
@@ -103,7 +103,7 @@ def reference_scan(path: str, spec: RecordSpec, *, fields: tuple[str, ...],
 
 def comparable(s: FileScan, *, fingerprint: bool = True) -> dict[str, Any]:
     d = s.to_json()
-    for k in ("path", "keys", "key_scheme", "line_table", "deferred", "in_table"):
+    for k in ("path", "keys", "key_scheme"):
         d.pop(k)
     if not fingerprint:
         d.pop("fingerprint")
@@ -348,18 +348,21 @@ def test_an_id_without_escapes_is_its_canonical_json() -> None:
         assert plain == (not found), hex(ord(s))
 
 
-def test_scans_that_keyed_rows_two_ways_are_not_mixed(tmp_path: Path) -> None:
-    from curator.audit.join import load_scans
+def _put_scan(work: Path, scan: dict[str, Any]) -> None:
     from curator.audit.scan import scan_path
+    out = scan_path(work, scan["path"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(orjson.dumps(scan))
+
+
+def test_scans_that_keyed_rows_two_ways_are_not_mixed(tmp_path: Path) -> None:
+    from curator.audit.scan import load_scans
     from curator.errors import CuratorError
 
     paths = []
     for i, scheme in enumerate(["polars 0.0 ...", None]):
         path = f"/data/part_{i}.jsonl"
-        out = scan_path(tmp_path, path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(orjson.dumps(FileScan(path=path, keys={"k": 1},
-                                              key_scheme=scheme).to_json()))
+        _put_scan(tmp_path, FileScan(path=path, keys={"k": 1}, key_scheme=scheme).to_json())
         paths.append(path)
     with pytest.raises(CuratorError) as err:
         load_scans(tmp_path, paths)
@@ -367,227 +370,72 @@ def test_scans_that_keyed_rows_two_ways_are_not_mixed(tmp_path: Path) -> None:
     assert set(load_scans(tmp_path, paths[:1])) == {paths[0]}
 
 
-# -- target lines reused from the reference (docs/audit.md) ------------------------------
-def _stage(tmp: Path, target: list[str], reference: list[str], *, keyed: bool = True,
-           policy: bool = True) -> Any:
-    from curator.audit.scan import ScanStage
-    return ScanStage(work_dir=str(tmp / "work"), spec=SPEC, want_ids=True,
-                     comparison_fields=FIELDS,
-                     keyed=frozenset(target + reference) if keyed else frozenset(),
-                     rejected=frozenset(),
-                     fingerprinted=frozenset(reference) if policy else frozenset(),
-                     digested=frozenset(target))
+def test_a_scan_from_before_the_exchange_is_refused_unless_it_is_whole(tmp_path: Path
+                                                                       ) -> None:
+    """A checkpointed scan holds the driver-side join's fields (removed): empty, as every
+    unit on the exchange wrote them, they are dropped; a lines table or a deferred
+    target (a scan that left its multisets to the join) is refused."""
+    from curator.audit.scan import load_scans
+    from curator.errors import CuratorError
+
+    retired = {"line_table": None, "deferred": None, "in_table": []}
+    whole = {**FileScan(path="/data/a.jsonl", rows=2, documents=2).to_json(), **retired}
+    _put_scan(tmp_path, whole)
+    assert load_scans(tmp_path, ["/data/a.jsonl"])["/data/a.jsonl"] == \
+        FileScan(path="/data/a.jsonl", rows=2, documents=2)
+    for field, value in [("line_table", "polars 1.0 ..."), ("in_table", ["ids"]),
+                         ("deferred", {"want_ids": True})]:
+        _put_scan(tmp_path, {**whole, field: value})
+        with pytest.raises(CuratorError) as err:
+            load_scans(tmp_path, ["/data/a.jsonl"])
+        assert err.value.error_id == "audit_scan_mixed", field
 
 
-def _completed(tmp: Path, target: str, reference: str, **kw: Any) -> FileScan:
-    from curator.audit.join import load_scans
+def test_a_unit_writes_the_files_scan_and_sends_its_multisets_to_the_exchange(
+        tmp_path: Path) -> None:
+    """Each unit's result is the file's full scan without its multisets (ids, keys,
+    removed ids), which are the exchange's rows, one per key and multiset, for each role
+    the file plays (a file both target and reference sends both)."""
+    from curator.audit import netting
+    from curator.audit.scan import ScanStage, load_scans, scan_path
+    from curator.exchange import Exchange
     from curator.tasks import FileGroupTask
-    stage = _stage(tmp, [target], [reference], **kw)
-    for path in (target, reference):
-        stage.process(FileGroupTask(data=[path]))
-    scans = load_scans(tmp / "work", [target, reference])
-    # the reference as its unit scanned it, its multisets taken from its lines table
-    ref = scans[reference]
-    assert ref.line_table is not None
-    full_ref = scan_file(reference, SPEC, want_ids=True,
-                         comparison_fields=FIELDS if kw.get("keyed", True) else (),
-                         fingerprint=kw.get("policy", True), digest=False).to_json()
-    assert {**_materialized(ref), "line_table": None, "in_table": []} == full_ref
-    # its unit left the ids (and the keys, when every object is a document) in the table
-    from curator.audit.scan import scan_path
-    raw = orjson.loads(scan_path(tmp / "work", reference).read_bytes())
-    every = raw["documents"] + raw["bad_records"] == raw["rows"]
-    keyed = kw.get("keyed", True)
-    assert raw["in_table"] == ["ids", *(["keys"] if keyed and every else [])]
-    assert raw["ids"] == {}
-    assert (raw["keys"] == {}) == (not keyed or every or not full_ref["keys"])
-    return scans[target]
 
-
-def _materialized(scan: FileScan) -> dict[str, Any]:
-    """``scan.to_json()`` with the multisets the driver holds as frames as maps (what a
-    unit that parsed the file writes)."""
-    return {**scan.to_json(), "ids": scan.counts("ids"), "keys": scan.counts("keys")}
-
-
-def _full(target: str, keyed: bool = True) -> dict[str, Any]:
-    return scan_file(target, SPEC, want_ids=True,
-                     comparison_fields=FIELDS if keyed else ()).to_json()
-
-
-def _line_hashes(chunks: list[bytes], start: int = 0) -> list[tuple[int, int]]:
-    """Each line's hashes, the file read in ``chunks`` as a unit reads it."""
-    from curator.audit._lines import line_hashes
-    from curator.corpus.lines import line_blocks
-
-    return [pair for block in line_blocks(chunks, start)
-            for pair in zip(*(h.tolist() for h in line_hashes(block)), strict=True)]
-
-
-def test_line_hashes_are_of_each_line_and_its_newline() -> None:
-    """A line's two hashes are of its bytes and its newline, whichever chunks the file is
-    read in: equal exactly for equal values."""
-    for name, data in HOSTILE.items():
-        start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-        lines = data[start:].split(b"\n")
-        values = [line + b"\n" for line in lines[:-1]] + [lines[-1]]
-        whole = _line_hashes([data], start)
-        assert len(whole) == len(values), name
-        assert len(set(whole)) == len(set(values)), name
-        assert len(set(zip(values, whole, strict=True))) == len(set(values)), name
-        for size in (3, 4, 7, 64):
-            chunks = [data[i:i + size] for i in range(0, len(data), size)]
-            assert _line_hashes(chunks, start) == whole, (name, size)
-    pairs = _line_hashes([b'{"id":"a","text":"x"}\n{"id":"a","text":"y"}\n'
-                          b'{"id":"a","text":"x"}\n{"id":"a","text":"x"}'])
-    assert pairs[0] == pairs[2]
-    assert pairs[0][0] != pairs[1][0] and pairs[0][1] != pairs[1][1]
-    assert pairs[0] != pairs[3]  # the final line has no newline
-
-
-@pytest.mark.parametrize("name", ["clean", "bom", "bad lines", "string ids", "ascii ids",
-                                  "blank lines", "crlf", "duplicate keys", "escaped keys",
-                                  "u2028 line", "lone surrogate", "cr inside"])
-@pytest.mark.parametrize("suffix", ["", ".zst"])
-def test_a_target_of_reference_lines_is_completed_as_the_full_scan_reads_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, suffix: str) -> None:
-    """A target whose every row is a reference document's line, byte for byte, is not
-    parsed: the driver counts it from the reference's table, and finds what the full
-    scan finds (the reference's bad lines and non-documents are kept out of the target,
-    as the filter keeps them out)."""
-    ref = _write(tmp_path, "ref", HOSTILE[name], suffix)
-    docs = [line for line in HOSTILE[name].removeprefix(b"\xef\xbb\xbf").split(b"\n")
-            if line.strip() and _is_document(line)]
-    target = _write(tmp_path, "target", b"".join(line + b"\n" for line in docs[::-1] + docs),
-                    suffix)
-    full = _full(target)
-
-    def no_rescan(*a: Any, **k: Any) -> None:
-        raise AssertionError("the target was rescanned")
-
-    monkeypatch.setattr(join_mod, "scan_file", no_rescan)
-    monkeypatch.setattr(reading, "CHUNK_BYTES", 5)  # the target read 5 bytes at a time
-    got = _completed(tmp_path, target, ref)
-    assert _materialized(got) == full
-    assert got.rows == 2 * len(docs)
-    assert set(got.frames) == {"ids", "keys"}
-
-
-@pytest.mark.parametrize("chunk", [4, 1 << 20])
-@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
-def test_a_reused_target_without_a_final_newline_is_truncated_where_the_full_scan_says(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, bom: bytes) -> None:
-    """A target of reference lines ending in a blank line without its newline: every row
-    is reused, and the fault (a truncated final record, at the full scan's offset) comes
-    from the unit that read it in chunks."""
-    ref = _write(tmp_path, "ref", HOSTILE["clean"], "")
-    docs = [line for line in HOSTILE["clean"].split(b"\n") if line.strip()
-            and _is_document(line)]
-    target = _write(tmp_path, "target", bom + b"".join(line + b"\n" for line in docs)
-                    + b"  \t", "")
-
-    def no_rescan(*a: Any, **k: Any) -> None:
-        raise AssertionError("the target was rescanned")
-
-    full = _full(target)
-    assert full["fault"]["kind"] == TRUNCATED
-    monkeypatch.setattr(join_mod, "scan_file", no_rescan)
-    monkeypatch.setattr(reading, "CHUNK_BYTES", chunk)
-    assert _materialized(_completed(tmp_path, target, ref)) == full
-
-
-def _is_document(line: bytes) -> bool:
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(obj, dict) and type(classify_record(obj, SPEC)) is not Rejection
-
-
-def test_lines_repeated_in_the_reference_are_matched_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A line repeated within one reference file and across two: a target line matching
-    it is one document (the join falls back to one row per line), and the driver's
-    multisets are what the full scans give: the reference's rows as its lines, the
-    target's as its own."""
-    from curator.audit.join import load_scans
-    from curator.audit.multisets import differences
-    from curator.tasks import FileGroupTask
-    one, two, three = (b'{"id":"%s","text":"t %s","source":"s"}' % (c, c)
-                       for c in (b"a", b"b", b"c"))
-    ref_a = _write(tmp_path, "ref_a", b"\n".join([one, two, two]) + b"\n", "")
-    ref_b = _write(tmp_path, "ref_b", b"\n".join([one, three]) + b"\n", "")
-    target = _write(tmp_path, "target", b"\n".join([two, one, one, three, two, two, two])
-                    + b"\n", "")
-    stage = _stage(tmp_path, [target], [ref_a, ref_b])
-    for path in (target, ref_a, ref_b):
-        stage.process(FileGroupTask(data=[path]))
-
-    def no_rescan(*a: Any, **k: Any) -> None:
-        raise AssertionError("the target was rescanned")
-
-    monkeypatch.setattr(join_mod, "scan_file", no_rescan)
-    join = pl.DataFrame.join
-
-    def one_row_per_line(self: pl.DataFrame, *a: Any, **k: Any) -> pl.DataFrame:
-        out = join(self, *a, **k)
-        assert out.height == self.height, "a target line joined several table rows"
-        return out
-
-    monkeypatch.setattr(pl.DataFrame, "join", one_row_per_line)
-    scans = load_scans(tmp_path / "work", [target, ref_a, ref_b])
-    monkeypatch.undo()
-    assert _materialized(scans[target]) == _full(target)
-    for ref in (ref_a, ref_b):
-        assert scans[ref].counts("ids") == _full(ref)["ids"]
-    # the target has two "b" more than the reference, and the same "a" and "c"
-    extra, short = differences([scans[target].frames["ids"]],
-                               [scans[ref_a].frames["ids"], scans[ref_b].frames["ids"]])
-    assert dict(extra.iter_rows()) == {'"b"': 2} and short.height == 0
-
-
-@pytest.mark.parametrize("change", [
-    (b'"id":"b"', b'"id":"B"'),  # an id, one byte
-    (b'two \\\\ \\"', b'twO \\\\ \\"'),  # a text, one byte
-    (b'"source":"s2"', b'"source":"s3"'),  # a source
-    (b'{"id":"a","text":"one","source":"s1"}', b'{"id": "a","text":"one","source":"s1"}'),
-    (b'{"id":"d","text":"","source":"s1"}\n', b''),  # a line dropped (others are no documents)
-    (b'{"id":"a","text":"one","source":"s1"}', b'{"id":"a","text":"one","source":"s1"'),
-    (b'{"id":"a","text":"one","source":"s1"}', b'{"id":"f","text":null,"source":"s1"}'),
-])
-def test_a_target_line_one_byte_off_is_parsed(tmp_path: Path, change: tuple[bytes, bytes]
-                                              ) -> None:
-    """A target line that is no reference document's line (a byte changed, spacing
-    changed, truncated, or a reference line that is not a document) makes the driver
-    scan that target in full: the findings are the full scan's."""
-    data = HOSTILE["clean"]
-    ref = _write(tmp_path, "ref", data, "")
-    old, new = change
-    assert old in data
-    target = _write(tmp_path, "target", data.replace(old, new, 1), "")
-    got = _completed(tmp_path, target, ref)
-    assert _materialized(got) == _full(target)
-    assert got.deferred is None
-
-
-@pytest.mark.parametrize(("keyed", "policy"), [(True, False), (False, True)])
-def test_a_target_is_deferred_only_when_a_reference_table_is_known(
-        tmp_path: Path, keyed: bool, policy: bool) -> None:
-    ref = _write(tmp_path, "ref", HOSTILE["clean"], "")
     target = _write(tmp_path, "target", HOSTILE["clean"], "")
-    got = _completed(tmp_path, target, ref, keyed=keyed, policy=policy)
-    assert _materialized(got) == _full(target, keyed)
-    from curator.audit.scan import scan_path
-    raw = orjson.loads(scan_path(tmp_path / "work", target).read_bytes())
-    assert raw["deferred"] is not None  # the unit did not parse it
-
-
-def test_without_a_reference_the_target_is_parsed_in_its_unit(tmp_path: Path) -> None:
-    from curator.audit.scan import scan_path
-    from curator.tasks import FileGroupTask
-    target = _write(tmp_path, "target", HOSTILE["clean"], "")
-    stage = _stage(tmp_path, [target], [], keyed=False, policy=False)
-    stage.process(FileGroupTask(data=[target]))
-    raw = orjson.loads(scan_path(tmp_path / "work", target).read_bytes())
-    assert raw["deferred"] is None
-    assert raw == {**_full(target, keyed=False), "path": target}
+    ref = _write(tmp_path, "ref", HOSTILE["clean"] + HOSTILE["bad lines"], ".zst")
+    rows = [{"id": "a", "text": "x", "removed_by": "words"},
+            {"id": "a", "text": "y", "removed_by": "lang"}, {"line": "z", "failed": "x"}]
+    rej = _write(tmp_path, "rejected", _jsonl(rows), "")
+    both = _write(tmp_path, "both", HOSTILE["string ids"], "")
+    exchange = Exchange.open(tmp_path / "exchange", 3)
+    stage = ScanStage(work_dir=str(tmp_path / "work"), spec=SPEC, want_ids=True,
+                      comparison_fields=FIELDS, keyed=frozenset([target, ref, both]),
+                      rejected=frozenset([rej]), digested=frozenset([target, both]),
+                      exchange=exchange, fingerprinted=frozenset([ref, both]),
+                      referenced=frozenset([ref, both]))
+    paths = [target, ref, rej, both]
+    for path in paths:
+        stage.process(FileGroupTask(data=[path]))
+    full = {target: scan_file(target, SPEC, want_ids=True, comparison_fields=FIELDS),
+            ref: scan_file(ref, SPEC, want_ids=True, comparison_fields=FIELDS,
+                           fingerprint=True, digest=False),
+            rej: scan_file(rej, SPEC, want_ids=True, rejected=True, digest=False),
+            both: scan_file(both, SPEC, want_ids=True, comparison_fields=FIELDS,
+                            fingerprint=True)}
+    for path in paths:
+        raw = orjson.loads(scan_path(tmp_path / "work", path).read_bytes())
+        assert raw == {**full[path].to_json(), "ids": {}, "keys": {}, "removed_ids": {}}, path
+    assert load_scans(tmp_path / "work", paths)[rej].removed_by == {"words": 1, "lang": 1}
+    sent: Counter[tuple[str, int]] = Counter()
+    for b in range(exchange.buckets):
+        for k, m, n in exchange.read(b, netting.SCHEMA).iter_rows():
+            sent[(k, m)] += n
+    want: Counter[tuple[str, int]] = Counter()
+    for path, scan in full.items():
+        for m, held in [(netting.REF_ID, scan.ids if path in (ref, both) else {}),
+                        (netting.REF_KEY, scan.keys if path in (ref, both) else {}),
+                        (netting.OUT_ID, scan.ids if path in (target, both) else {}),
+                        (netting.TARGET_KEY, scan.keys if path in (target, both) else {})]:
+            want.update({(k, m): n for k, n in held.items()})
+    want[('"a"', netting.REMOVED_ID)] = 2  # one id removed by two gates
+    assert sent == want and full[target].ids and full[ref].keys

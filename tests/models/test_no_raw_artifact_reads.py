@@ -26,7 +26,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "curator/audit/subset.py": (1, CORPUS_LINE + " (a tier's shard)"),
     "curator/audit/summary.py": (1, CORPUS_LINE),
     "curator/audit/parquet.py": (2, CORPUS_LINE + "; a Parquet cell's JSON text"),
-    "curator/audit/join.py": (1, WORK_FILE + " (the audit's scan of one file)"),
+    "curator/audit/scan.py": (1, WORK_FILE + " (the audit's scan of one file)"),
     "curator/steps/filter.py": (2, WORK_FILE + " (a filter unit's counters); " + CONFIG),
     "curator/steps/subset.py": (1, CORPUS_LINE),
     "curator/subset/stages.py": (1, CORPUS_LINE + " (a tier's shard)"),
