@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from curator.errors import CuratorError
-from curator.tasks import Task
+from curator.tasks import EmptyTask, FileGroupTask, Task
 
 #: The counters of the source partition being processed, set by the runner.
 current_stats: ContextVar[dict[str, float] | None] = ContextVar("current_stats", default=None)
@@ -117,3 +117,16 @@ class ProcessingStage(Generic[X, Y]):
         if stats is not None:
             full = f"{self.stage_name}.{key}"
             stats[full] = stats.get(full, 0) + value
+
+
+@dataclass
+class OneUnit(ProcessingStage[EmptyTask, FileGroupTask]):
+    """The source stage of a phase with one unit, named by ``files`` (its checkpoint
+    key): work that must be one sequential pass (one writer of one object, one digest
+    over sorted input) done on a worker, not in the driver."""
+
+    files: list[str]
+    name: str = "one_unit"
+
+    def process(self, task: EmptyTask) -> list[FileGroupTask]:
+        return [FileGroupTask(data=list(self.files), _metadata={"one_unit": True})]

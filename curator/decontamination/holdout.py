@@ -47,7 +47,7 @@ from curator.exchange.keyhash import key_hash
 from curator.io import shared
 from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
-from curator.tasks import EmptyTask, FileGroupTask
+from curator.tasks import FileGroupTask
 
 #: the per-partition arrays a holdout unit writes
 PART_ARRAYS = ("sizes", "required", "doc_lengths", "doc_hashes", "pair_keys", "pair_docs",
@@ -115,17 +115,6 @@ class HoldoutStage(ProcessingStage[FileGroupTask, FileGroupTask]):
         write_atomic(docs_path, buf.getvalue())
         self.stat_update("documents", len(ids))
         return FileGroupTask(data=[], _metadata={"rows": len(ids)})
-
-
-@dataclass
-class OneUnit(ProcessingStage[EmptyTask, FileGroupTask]):
-    """The source stage of a phase with one unit (named by ``files``)."""
-
-    files: list[str]
-    name: str = "one_unit"
-
-    def process(self, task: EmptyTask) -> list[FileGroupTask]:
-        return [FileGroupTask(data=list(self.files), _metadata={"one_unit": True})]
 
 
 @dataclass

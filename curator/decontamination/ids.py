@@ -5,18 +5,18 @@ The scan units send each training document's id through the exchange
 (:mod:`curator.exchange`), keyed by the id, as UTF-8 bytes (``surrogatepass``: what
 the JSON reader can produce). One unit per bucket (:class:`TrainIdStage`) sorts its
 ids, counts the ids that occur more than once (keeping the three smallest), and writes
-its sorted unique ids. The driver sums the buckets' summaries and computes the spec's
-split fingerprint, sha256 over the sorted unique ids each followed by ``\\0``, by a
-streaming merge of the buckets' sorted files (:func:`ids_fingerprint_merged`): its
-memory is one batch per bucket, whatever the corpus size, and the batches shrink as the
-buckets grow in number (:func:`batch_rows`: about :data:`MERGE_ROWS` ids in all). UTF-8
-byte order is code point order, so this is the digest of ``sorted(set(ids))`` of Python
-strings.
+its sorted unique ids. The driver sums the buckets' summaries; one unit
+(:class:`FingerprintStage`) computes the spec's split fingerprint, sha256 over the
+sorted unique ids each followed by ``\0``, by a streaming merge of the buckets' sorted
+files (:func:`ids_fingerprint_merged`): its memory is one batch per bucket, whatever the
+corpus size, and the batches shrink as the buckets grow in number (:func:`batch_rows`:
+about :data:`MERGE_ROWS` ids in all). UTF-8 byte order is code point order, so this is
+the digest of ``sorted(set(ids))`` of Python strings.
 
-The merge still reads every id once, in one process: the digest is over the ids in
-sorted order, and the buckets are cut by the ids' hash, not by ranges of ids, so no
-bucket's digest is a piece of it (a per-bucket digest would be another fingerprint:
-docs/decontamination.md).
+The merge reads every id once, in one process (a worker's: on a cluster no id travels
+to the driver): the digest is over the ids in sorted order, and the buckets are cut by
+the ids' hash, not by ranges of ids, so no bucket's digest is a piece of it (a
+per-bucket digest would be another fingerprint: docs/decontamination.md).
 """
 
 from __future__ import annotations
@@ -126,3 +126,24 @@ def ids_fingerprint_merged(work: str | Path, buckets: int) -> str:
     for raw in heapq.merge(*(_sorted_ids(f) for f in files)):
         h.update(raw + b"\0")
     return "sha256:" + h.hexdigest()
+
+
+def fingerprint_file(work: str | Path) -> Path:
+    return Path(work) / "fingerprint.txt"
+
+
+@dataclass
+class FingerprintStage(ProcessingStage[FileGroupTask, FileGroupTask]):
+    """The split fingerprint (:func:`ids_fingerprint_merged`) computed by one unit
+    (:class:`curator.stages.OneUnit`), not the driver, and written beside the sorted
+    files (:func:`fingerprint_file`): on a cluster the ids never travel to the driver."""
+
+    work_dir: str
+    buckets: int
+    name: str = "ids_fingerprint"
+
+    def process(self, task: FileGroupTask) -> FileGroupTask:
+        digest = ids_fingerprint_merged(self.work_dir, self.buckets)
+        write_atomic(fingerprint_file(self.work_dir), digest.encode())
+        self.stat_update("buckets", self.buckets)
+        return FileGroupTask(data=[], _metadata={"rows": 0})

@@ -35,7 +35,7 @@ import polars as pl
 
 from curator.exchange import BucketTask, Exchange, read_summaries, write_summary
 from curator.io import shared
-from curator.io.writers import write_atomic
+from curator.io.writers import atomic_file, write_atomic
 from curator.stages import ProcessingStage
 from curator.tasks import FileGroupTask
 
@@ -224,3 +224,26 @@ def summarise(work: str | Path, buckets: int, mode: str) -> DedupResult:
         del examples[EXAMPLES:]
     result.examples = [{k: v for k, v in e.items() if k != "first"} for e in examples]
     return result
+
+
+@dataclass
+class RejectionStage(ProcessingStage[FileGroupTask, FileGroupTask]):
+    """``rejected/duplicates.jsonl`` written by one unit (:class:`curator.stages.OneUnit`),
+    not the driver: one line per dropped copy, in input order, streamed partition by
+    partition from the buckets' decisions (``parts``: the partitions with drops, in
+    input order)."""
+
+    target: str
+    work_dir: str
+    parts: list[str]
+    name: str = "ingest_duplicate_rejections"
+
+    def process(self, task: FileGroupTask) -> FileGroupTask:
+        rows = 0
+        with atomic_file(Path(self.target)) as f:
+            for part in self.parts:
+                for line in read_decisions(self.work_dir, part)["rejection"].drop_nulls():
+                    f.write(line + b"\n")
+                    rows += 1
+        self.stat_update("rows", rows)
+        return FileGroupTask(data=[], _metadata={"rows": rows})

@@ -13,8 +13,9 @@ One straight line:
 4. scan (engine pass, one unit per source partition): each training partition against
    the index, kept documents into ``part_<i>.jsonl``, removed ones with the proof into
    ``removed/part_<i>.jsonl``;
-5. after: the training ids unique, the holdout's bytes unchanged (``holdout_modified``,
-   exit 3), then ``decontamination_report.json``.
+5. ids (one unit per bucket of the exchange) and fingerprint (one unit): the training
+   ids unique and fingerprinted on workers; then the holdout's bytes unchanged
+   (``holdout_modified``, exit 3), then ``decontamination_report.json``.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from curator.corpus.formats import (
 )
 from curator.corpus.reading import iter_records, split_lines
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection, classify_line
-from curator.decontamination.holdout import HoldoutStage, IndexMergeStage, OneUnit
-from curator.decontamination.ids import TrainIdStage, ids_fingerprint_merged
+from curator.decontamination.holdout import HoldoutStage, IndexMergeStage
+from curator.decontamination.ids import FingerprintStage, TrainIdStage, fingerprint_file
 from curator.decontamination.ids import summarise as summarise_ids
 from curator.decontamination.index import MinHashParams, banding_recall
 from curator.decontamination.report import REPORT_NAME, SCHEMA_VERSION, build_report, render
@@ -56,14 +57,16 @@ from curator.io import shared, storage
 from curator.io.partitioning import FilePartitioningStage, parse_size, resolve_input_files
 from curator.io.writers import safe_name
 from curator.models import DecontaminationReport
+from curator.stages import OneUnit
 from curator.steps.base import ProgressHook, StepRun, partition_ids
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need, skips
 from curator.steps.spec import CorpusView, FlowContext, Phase, Port, Problem, StepSpec
 
 #: training records read per file by the refusal that compares the key spaces, from at
-#: most its first KEY_SAMPLE_BYTES: the driver reads that much of every training file
-#: (64 KiB of each 64 MB partition is 0.1% of the corpus; 1 MiB was 1.6%, and all of a
-#: small file, bench/cluster_driver_io.py)
+#: most its first KEY_SAMPLE_BYTES, file after file until a key field meets the
+#: holdout's: the driver reads that much of one file when they meet, of every training
+#: file only when it refuses (it read every file's head until 5 December: 1.6 MB of the
+#: 200 MB cluster benchmark, bench/cluster_driver_io.py)
 KEY_SAMPLE = 200
 KEY_SAMPLE_BYTES = 1 << 16
 #: the keys that may name an fsspec URL (docs/storage.md)
@@ -299,8 +302,10 @@ class DecontaminationRun(StepRun):
             raise CuratorError("id_field_missing_or_duplicated",
                                f"{found.repeated} training ids occur more than once "
                                f"({found.examples}): id_field {cfg.id_field!r} must be unique")
-        self.train_split = {"documents": found.documents,
-                            "fingerprint": ids_fingerprint_merged(id_work, ids.buckets)}
+        self.phase("fingerprint", OneUnit(files=[str(id_work)]),
+                   FingerprintStage(work_dir=str(id_work), buckets=ids.buckets))
+        self.train_split = {"documents": found.documents, "fingerprint": shared.localize(
+            fingerprint_file(id_work)).read_text("utf-8")}
         self.shards = [s for s in (self._shard(i) for i in range(len(sids))) if s is not None]
         with storage.store_errors(f"{self.step_id}: reading the holdout again",
                                   storage.any_remote(self.holdout_files)):
@@ -403,9 +408,11 @@ class DecontaminationRun(StepRun):
 
     def _check_key_spaces(self) -> None:
         """Refuse when no training key field can meet a holdout key field (read from the
-        first records of each training file)."""
+        first records of each training file, file after file until one can: a corpus
+        whose key spaces meet costs the driver the head of one file, not of every file)."""
         cfg = self.config
         fields: set[str] = set()
+        holdout = set(self.holdout_key_fields)
         for path in self.files:
             for n, (_, _, record) in enumerate(_head_records(path, self._spec())):
                 if n >= KEY_SAMPLE:
@@ -415,7 +422,9 @@ class DecontaminationRun(StepRun):
                 fields.add(identity_key(record, str(record[cfg.id_field]),
                                         record[cfg.text_field], "train", cfg.prefer_id_field,
                                         cfg.shared_id_space)[0])
-        if fields and not fields & set(self.holdout_key_fields):
+            if fields & holdout:
+                return
+        if fields:
             raise CuratorError(
                 "identity_key_spaces_disjoint",
                 f"the training documents are keyed by {sorted(fields)}, the holdout's by "
@@ -538,7 +547,8 @@ SPEC = StepSpec(
     phases=(Phase("holdout", "index the holdout", "holdout.documents"),
             Phase("holdout_index", "merge the holdout index", "holdout_index.documents"),
             Phase("scan", "decontaminate", "scan.documents"),
-            Phase("ids", "check training ids", "train_ids.ids")),
+            Phase("ids", "check training ids", "train_ids.ids"),
+            Phase("fingerprint", "fingerprint training ids", "ids_fingerprint.buckets")),
     output_subdir="decontaminated",
     completion_name=lambda cfg: REPORT_NAME,
     input_key="train_glob",

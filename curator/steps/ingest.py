@@ -1,6 +1,6 @@
 """curate ingest: raw JSONL/Parquet -> canonical ``part_<n>.jsonl`` shards and a report.
 
-One straight line, three engine phases, each resumable by source partition:
+One straight line of engine phases, each resumable by source partition:
 
 1. parse: each input partition is decoded, parsed and validated into its
    accepted records' output lines (``<output_dir>/.staging/<source>.jsonl``), a
@@ -9,7 +9,9 @@ One straight line, three engine phases, each resumable by source partition:
 2. duplicates: ids are compared over the whole corpus (first copy = input path
    order, then position); ``refuse`` stops here, ``drop`` rejects later copies
    (``rejected/duplicates.jsonl``), ``suffix`` renames them;
-3. shards: accepted records, in input order, are cut into ``part_<n>.jsonl``
+3. rejections (only when copies were dropped): one unit writes
+   ``rejected/duplicates.jsonl`` from the buckets' decisions, in input order;
+4. shards: accepted records, in input order, are cut into ``part_<n>.jsonl``
    shards of ``shard_size`` documents: byte ranges of the staged lines.
 
 The report is built from what is on disk (per-partition statistics stored with
@@ -32,7 +34,7 @@ from curator.config import ByteSizeSpelling, CorpusStepConfig, Int64
 from curator.errors import CuratorError
 from curator.exchange import BucketPartitioning, Exchange, choose_buckets
 from curator.execution import Executor
-from curator.ingest.dedup import DedupResult, DuplicateStage, read_decisions, summarise
+from curator.ingest.dedup import DuplicateStage, RejectionStage, summarise
 from curator.ingest.parse_stage import ParseStage, records_path
 from curator.ingest.plan import IngestPartitioning, resolve_inputs
 from curator.ingest.records import IdentitySpec
@@ -47,8 +49,8 @@ from curator.ingest.report import (
 from curator.ingest.shards import ShardPlanStage, ShardWriterStage, digest_path, plan_shards
 from curator.io import shared
 from curator.io.partitioning import parse_size
-from curator.io.writers import atomic_file
 from curator.models import IngestReport
+from curator.stages import OneUnit
 from curator.steps.base import ProgressHook, StepRun
 from curator.steps.funnel import Funnel, FunnelRow, Loss, MissingCount, need
 from curator.steps.spec import (
@@ -206,8 +208,14 @@ class IngestRun(StepRun):
                 "(keep the first copy) or suffix (rename later copies), or fix the input.",
                 examples=dedup.examples,
             )
-        _write_duplicate_rejections(rejected / "duplicates.jsonl", dedup, dedup_work,
-                                    [sid for sid, _ in parts])
+        # 3. the dropped copies' rejections: one file, written by one unit
+        target = rejected / "duplicates.jsonl"
+        if dedup.dropped:
+            self.phase("rejections", OneUnit(files=[str(target)]), RejectionStage(
+                target=str(target), work_dir=str(dedup_work),
+                parts=[sid for sid, _ in parts if dedup.drops.get(sid)]))
+        else:
+            shared.remove(target)
         if counts["written"] == 0:
             report["counts"] = counts
             raise CuratorError(
@@ -216,7 +224,7 @@ class IngestRun(StepRun):
                 f"{reasons_text(report['rejections_by_reason'])}; see {rejected}",
             )
 
-        # 3. shards
+        # 4. shards
         kept = [(sid, rows - dedup.drops.get(sid, 0)) for sid, rows in parts]
         shards = plan_shards(kept, config.shard_size)
         for stale in out.glob("part_*.jsonl"):
@@ -252,20 +260,6 @@ def _shard_digest(out: Path, staging: Path, index: int) -> str:
     if digest.startswith("sha256:"):
         return digest
     return file_digest(shared.localize(out / f"part_{index}.jsonl"))
-
-
-def _write_duplicate_rejections(target: Path, dedup: DedupResult, work: Path,
-                                parts: list[str]) -> None:
-    """``rejected/duplicates.jsonl``: one line per dropped copy, in input order, streamed
-    partition by partition from the buckets' decisions (no file when none was dropped)."""
-    if not dedup.dropped:
-        shared.remove(target)
-        return
-    with atomic_file(target) as f:
-        for part in parts:
-            if dedup.drops.get(part):
-                for line in read_decisions(work, part)["rejection"].drop_nulls():
-                    f.write(line + b"\n")
 
 
 def _is_planned(name: str, n: int) -> bool:
@@ -325,6 +319,7 @@ SPEC = StepSpec(
     run=run_ingest,
     phases=(Phase("parse", "parse", "ingest_parse.seen"),
             Phase("duplicates", "find duplicates", "ingest_duplicates.ids"),
+            Phase("rejections", "write duplicate rejections", "ingest_duplicate_rejections.rows"),
             Phase("shards", "write shards", "ingest_shard_writer.written")),
     output_subdir="ingested",
     completion_name=lambda cfg: REPORT_NAME,

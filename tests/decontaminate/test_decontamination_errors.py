@@ -164,3 +164,33 @@ def test_a_changed_holdout_is_never_resumed(decon, tmp_path: Path,
     report = decon(rows("t", 3), [*rows("h", 2), {"id": "t0", "text": "0 " + TEXT}], **ckpt)
     assert report["producer"]["resumed_partitions"] == 0
     assert report["result"]["train_documents_removed"] >= 1
+
+
+def test_the_key_space_check_reads_heads_until_the_spaces_meet(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver reads the head of one training file when its keys meet the holdout's,
+    of the next only when they do not (a cluster's driver moves no corpus bytes for it);
+    a later file that meets still lets the run through."""
+    from curator.steps import decontamination as step
+
+    read: list[str] = []
+    real = step._head_records
+
+    def spy(path: str, spec: Any):  # type: ignore[no-untyped-def]
+        read.append(Path(path).name)
+        return real(path, spec)
+
+    monkeypatch.setattr(step, "_head_records", spy)
+    write_jsonl(tmp_path / "holdout" / "h.jsonl", rows("h", 2))
+    write_jsonl(tmp_path / "train" / "a.jsonl", rows("a", 2))  # keyed by id: meets
+    write_jsonl(tmp_path / "train" / "b.jsonl", rows("b", 2, url="https://b.example/x"))
+    cfg = {"train_glob": str(tmp_path / "train"), "holdout_glob": str(tmp_path / "holdout"),
+           "id_field": "id", "execution": {"executor": "inline"}}
+    step.run_decontamination(step.DecontaminationConfig(
+        **cfg, output_dir=str(tmp_path / "out1")))
+    assert read == ["a.jsonl"]
+    (tmp_path / "train" / "a.jsonl").rename(tmp_path / "train" / "c.jsonl")  # now second
+    read.clear()
+    step.run_decontamination(step.DecontaminationConfig(
+        **cfg, output_dir=str(tmp_path / "out2")))
+    assert read == ["b.jsonl", "c.jsonl"]

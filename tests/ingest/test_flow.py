@@ -59,10 +59,12 @@ def test_ingest_flow_returns_the_report_and_publishes_artifacts(
     assert "documents seen: 62, accepted: 60, rejected: 2" in md.data
     assert "| duplicate_id | 1 |" in md.data
     progress = [a for a in arts if a.type == "progress"]
-    assert len(progress) == 3  # parse, duplicates (by bucket of ids) and shards
+    # parse, duplicates (by bucket of ids), rejections (one unit: a copy was dropped)
+    # and shards
+    assert len(progress) == 4
     assert {a.description for a in progress} == {
         "ingest parse: source partitions done", "ingest duplicates: source partitions done",
-        "ingest shards: source partitions done"}
+        "ingest rejections: source partitions done", "ingest shards: source partitions done"}
     assert all(a.data == pytest.approx(100.0) for a in progress)
 
 
