@@ -29,9 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
-import pyarrow.parquet as pq
 from pydantic import Field, field_validator
 
 from curator import models
@@ -68,12 +66,12 @@ from curator.steps.spec import (
     in_output,
     without_sidecars,
 )
+from curator.subset import deciles
 from curator.subset.counting import BUNDLED, TokenizerId, identify
 from curator.subset.planning import (
     PlanTotals,
     finish_plan,
     plan_table,
-    score_cut_points,
 )
 from curator.subset.ranges import (
     IDS_DIR,
@@ -98,7 +96,6 @@ from curator.subset.stages import (
     ALL,
     CountStage,
     WriteStage,
-    count_file,
     tier_dir,
     written_file,
 )
@@ -311,7 +308,7 @@ class SubsetRun(StepRun):
                 "no_documents",
                 f"no document with a text and an id {cfg.id_field!r} was read"
                 + (f" ({n} records have no {cfg.id_field!r}: is id_field right?)" if n else ""))
-        cut_points = self._score_cut_points()
+        cut_points = self._score_cut_points(index)
         # rank: each range of the order sorted; the driver keeps the table strata x ranges
         self.phase("rank", BucketPartitioning(exchange=exchange), RankStage(
             exchange=exchange, bands=list(cfg.length_bands), work_dir=str(self.work),
@@ -341,16 +338,26 @@ class SubsetRun(StepRun):
         self.stats.update(result.stats)
         self._verify_written()
 
-    def _score_cut_points(self) -> list[float] | None:
-        """The corpus's score deciles (``None``: no score field). Exact order statistics
-        of every score: the one per-document column the driver still reads (8 bytes a
-        document, only with ``quality_score_field``; docs/subset.md)."""
+    def _score_cut_points(self, index: dict[str, int]) -> list[float] | None:
+        """The corpus's score deciles (``None``: no score field): exact order statistics
+        found 16 bits at a time by :data:`deciles.PASSES` passes of units over the count
+        files (:mod:`curator.subset.deciles`); the driver holds one pass's histogram,
+        never the scores."""
         if not self.config.quality_score_field:
             return None
-        scores = [pq.read_table(shared.localize(count_file(self.work, i)),
-                                columns=["score"])["score"].to_numpy()
-                  for i in range(len(self.sids))]
-        return score_cut_points(np.concatenate(scores) if scores else np.zeros(0))
+        selection: deciles.Selection | None = None
+        for step in range(deciles.PASSES):
+            prefixes = selection.distinct if selection is not None else [0]
+            self.phase(f"deciles{step}", self.partitions, deciles.DecileStage(
+                index=index, work_dir=str(self.work), step=step, prefixes=prefixes))
+            counts = deciles.add_histograms(self.work, step, len(self.sids), len(prefixes))
+            if selection is None:
+                selection = deciles.Selection.start(int(counts.sum()))
+                if not selection.ranks:
+                    return []
+            selection.step(counts)
+        assert selection is not None
+        return selection.cut_points()
 
     def _verify_written(self) -> None:
         """The ids in the tiers' shards are the planned ones, and nest: each writer
@@ -482,6 +489,8 @@ SPEC = StepSpec(
     config=SubsetConfig,
     run=run_subset,
     phases=(Phase("count", "count tokens", "count.records"),
+            *(Phase(f"deciles{k}", f"score deciles, key bits {16 * k + 1}-{16 * k + 16}",
+                    "deciles.scores") for k in range(4)),
             Phase("rank", "order each range", "rank.documents"),
             Phase("select", "select each range's tiers", "select.documents"),
             Phase("write", "write tiers", "write.documents")),

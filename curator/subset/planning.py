@@ -6,7 +6,8 @@ table of strata x ranges of the order, and these functions turn it into quotas a
 1. **Strata**: ``source|band[|dN]``. Length bands from the token count
    (``0-128``, ``128-512``, ..., ``8192+``; a count equal to a bound is in the upper
    band); score deciles ``d0..d9`` from the cut points ``ordered[min(n-1, n*d//10)]``,
-   d = 1..9 (a score equal to a cut point is in the upper decile).
+   d = 1..9 (a score equal to a cut point is in the upper decile), found without sorting
+   every score in one process (:mod:`curator.subset.deciles`).
 2. **Order**: every document by ``(stable_uint64(seed, id), id)``, the kernel's rank
    (``curator.corpus.sampling``: the first 8 bytes of ``sha256(f"{seed}:{id}")``).
 3. **Quotas**: per budget, the Jefferson/D'Hondt apportionment of ``min(b, total)``
@@ -39,14 +40,6 @@ def band_names(bands: Sequence[int]) -> list[str]:
     """``0-128``, ``128-512``, ..., ``8192+``."""
     lows = [0, *bands]
     return [f"{lo}-{hi}" for lo, hi in zip(lows, bands, strict=False)] + [f"{bands[-1]}+"]
-
-
-def score_cut_points(scores: np.ndarray) -> list[float]:
-    ordered = np.sort(scores)
-    n = len(ordered)
-    if n == 0:
-        return []
-    return [float(ordered[min(n - 1, n * d // 10)]) for d in range(1, 10)]
 
 
 def dhondt(weights: Sequence[int], seats: int) -> list[int]:

@@ -12,7 +12,17 @@ from typing import Any
 import numpy as np
 
 from curator.errors import CuratorError
-from curator.subset.planning import EXAMPLES, Tier, band_names, dhondt, score_cut_points
+from curator.subset.planning import EXAMPLES, Tier, band_names, dhondt
+
+
+def score_cut_points(scores: np.ndarray) -> list[float]:
+    """The nine cut points by sorting every score (-0.0 as 0.0), as
+    :mod:`curator.subset.deciles` finds them without doing so."""
+    ordered = np.sort(np.asarray(scores, dtype=np.float64) + 0.0)
+    n = len(ordered)
+    if n == 0:
+        return []
+    return [float(ordered[min(n - 1, n * d // 10)]) for d in range(1, 10)]
 
 
 @dataclass
