@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/storage_s3.py [--mb 40] [--files 8] [--workers 2]
 
-Starts ``python -m moto.server`` on a free loopback port, writes ``--files`` JSONL
-files of about ``--mb`` MB in total (one partition each), and times (wall seconds, the
-best of ``--repeat`` runs of each, local and S3 interleaved, on the process pool with
-``--workers``):
+Starts a moto server (``curator_testing.moto``) on a free loopback port, writes
+``--files`` JSONL files of about ``--mb`` MB in total (one partition each), and times
+(wall seconds, the best of ``--repeat`` runs of each, local and S3 interleaved, on the
+process pool with ``--workers``):
 
 - ingest local -> local, and s3 -> s3 (input read with one GET per object, output
   written to the local copy beside the checkpoint, then published with one put each);
@@ -24,18 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from curator_testing.moto import MotoServer, environment, start_moto
 
 
 def make_corpus(folder: Path, files: int, mb: float) -> None:
@@ -124,70 +118,61 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="also write the figures there (JSON; run_all.py passes one)")
     args = parser.parse_args()
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
-                       "FSSPEC_S3_ENDPOINT_URL": endpoint, "CURATE_PREFECT": "never"})
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                               "-p", str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    os.environ["CURATE_PREFECT"] = "never"
+    server = start_moto()
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        import boto3
-
-        from curator.steps.filter import FilterConfig, run_filter
-        from curator.steps.ingest import IngestConfig, run_ingest
-
-        work = Path(tempfile.mkdtemp(prefix="bench-s3-"))
-        make_corpus(work / "raw", args.files, args.mb)
-        client = boto3.client("s3", endpoint_url=endpoint)
-        client.create_bucket(Bucket="bench")
-        for p in sorted((work / "raw").iterdir()):
-            client.put_object(Bucket="bench", Key=f"raw/{p.name}", Body=p.read_bytes())
-        execution = {"executor": "local", "workers": args.workers}
-        # one partition per input file (an object is never split), shards of ~1/8 MB...
-        block = f"{max(1, int(args.mb / args.files * 1.2))}MB"
-        keys = {"partition_size": block, "shard_size": 2000, "on_duplicate": "drop"}
-        fkeys = {"quality_filters": {"min_words": 50, "max_words": 100000},
-                 "partition_size": block, "source_field": None}
-        times: dict[str, float] = {}
-        holdout = work / "holdout"
-        for rep in range(args.repeat):  # fresh outputs each time (a fresh run each)
-            for where, src, out in (("local", str(work / "raw"), str(work / f"out{rep}")),
-                                    ("s3", "s3://bench/raw", f"s3://bench/out{rep}")):
-                ckpt = str(work / f"ckpt-{where}")
-                t0 = time.perf_counter()
-                run_ingest(IngestConfig(**keys, input=src, output_dir=f"{out}/ingested",
-                                        execution={**execution, "checkpoint_path": ckpt}))
-                _best(times, f"ingest_{where}_s", time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                run_filter(FilterConfig(**fkeys, input_glob=f"{out}/ingested/part_*.jsonl",
-                                        output_dir=f"{out}/filtered",
-                                        execution={**execution, "checkpoint_path": ckpt}))
-                _best(times, f"filter_{where}_s", time.perf_counter() - t0)
-                if args.all_steps:
-                    if not holdout.is_dir():
-                        _holdout(work / "out0" / "filtered", holdout, client)
-                    src_holdout = str(holdout) if where == "local" else "s3://bench/holdout"
-                    _more_steps(out, src_holdout, {**execution, "checkpoint_path": ckpt},
-                                block, where, times)
-        size = sum(p.stat().st_size for p in (work / "raw").iterdir())
-        figures = {"input_mb": round(size / 1e6, 1), "files": args.files,
-                   "workers": args.workers, "repeat": args.repeat, **times,
-                   "load_average_1min": round(os.getloadavg()[0], 1)}
-        print(json.dumps(figures))
-        if args.out is not None:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps({"results": figures}, indent=1) + "\n")
+        with environment(server):
+            return _run(args, server)
     finally:
-        server.terminate()
-        server.wait(10)
+        server.stop()
+
+
+def _run(args: argparse.Namespace, server: MotoServer) -> int:
+    """Both chains, local and on ``server``; the figures printed (and written)."""
+    from curator.steps.filter import FilterConfig, run_filter
+    from curator.steps.ingest import IngestConfig, run_ingest
+
+    work = Path(tempfile.mkdtemp(prefix="bench-s3-"))
+    make_corpus(work / "raw", args.files, args.mb)
+    client = server.client()
+    client.create_bucket(Bucket="bench")
+    for p in sorted((work / "raw").iterdir()):
+        client.put_object(Bucket="bench", Key=f"raw/{p.name}", Body=p.read_bytes())
+    execution = {"executor": "local", "workers": args.workers}
+    # one partition per input file (an object is never split), shards of ~1/8 MB...
+    block = f"{max(1, int(args.mb / args.files * 1.2))}MB"
+    keys = {"partition_size": block, "shard_size": 2000, "on_duplicate": "drop"}
+    fkeys = {"quality_filters": {"min_words": 50, "max_words": 100000},
+             "partition_size": block, "source_field": None}
+    times: dict[str, float] = {}
+    holdout = work / "holdout"
+    for rep in range(args.repeat):  # fresh outputs each time (a fresh run each)
+        for where, src, out in (("local", str(work / "raw"), str(work / f"out{rep}")),
+                                ("s3", "s3://bench/raw", f"s3://bench/out{rep}")):
+            ckpt = str(work / f"ckpt-{where}")
+            t0 = time.perf_counter()
+            run_ingest(IngestConfig(**keys, input=src, output_dir=f"{out}/ingested",
+                                    execution={**execution, "checkpoint_path": ckpt}))
+            _best(times, f"ingest_{where}_s", time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            run_filter(FilterConfig(**fkeys, input_glob=f"{out}/ingested/part_*.jsonl",
+                                    output_dir=f"{out}/filtered",
+                                    execution={**execution, "checkpoint_path": ckpt}))
+            _best(times, f"filter_{where}_s", time.perf_counter() - t0)
+            if args.all_steps:
+                if not holdout.is_dir():
+                    _holdout(work / "out0" / "filtered", holdout, client)
+                src_holdout = str(holdout) if where == "local" else "s3://bench/holdout"
+                _more_steps(out, src_holdout, {**execution, "checkpoint_path": ckpt},
+                            block, where, times)
+    size = sum(p.stat().st_size for p in (work / "raw").iterdir())
+    figures = {"input_mb": round(size / 1e6, 1), "files": args.files,
+               "workers": args.workers, "repeat": args.repeat, **times,
+               "load_average_1min": round(os.getloadavg()[0], 1)}
+    print(json.dumps(figures))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"results": figures}, indent=1) + "\n")
     return 0
 
 
