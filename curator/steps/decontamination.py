@@ -5,8 +5,8 @@ One straight line:
 1. refuse what cannot be right before anything is written: no holdout, inputs that
    match nothing, a holdout whose ids are missing or repeated, identity key spaces that
    cannot meet (``identity_key_spaces_disjoint``);
-2. in the driver: read the holdout once as a stream (its ids, fingerprint, key fields
-   and the digest of its bytes taken before; no text is kept);
+2. in the driver: read the holdout once (its ids, fingerprint, key fields and, in the
+   same read, the digest of its bytes; no text is kept);
 3. holdout (engine pass, one unit per holdout partition) and holdout_index (one unit):
    the holdout normalised, shingled and indexed by units into ``.npy`` files in the
    work directory (:mod:`curator.decontamination.holdout`);
@@ -41,7 +41,7 @@ from curator.corpus.formats import (
     summary_path,
     written_summary,
 )
-from curator.corpus.reading import iter_records, split_lines
+from curator.corpus.reading import iter_records, read_bytes, split_lines
 from curator.corpus.records import MISSING_ID, RecordSpec, Rejection, classify_line
 from curator.decontamination.holdout import HoldoutStage, IndexMergeStage
 from curator.decontamination.ids import FingerprintStage, TrainIdStage, fingerprint_file
@@ -189,12 +189,37 @@ def files_digest(files: list[str]) -> str:
     # a loop, not hashlib.file_digest: one digest over several files and their names
     h = hashlib.sha256()
     for name in sorted(files):
-        h.update(name.encode("utf-8", "surrogatepass") + b"\0")
+        h.update(_name_bytes(name))
         with storage.open_file(name) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         h.update(b"\0")
     return "sha256:" + h.hexdigest()
+
+
+def _name_bytes(name: str) -> bytes:
+    return name.encode("utf-8", "surrogatepass") + b"\0"
+
+
+def digested_records(files: list[str], spec: RecordSpec, digest: Any
+                     ) -> Iterator[tuple[str, int, dict[str, Any] | Rejection]]:
+    """``(file, offset, record)`` of every line of ``files`` (sorted), while ``digest``
+    (a sha256) takes in what :func:`files_digest` would: one read of an uncompressed
+    file for both (the parser reads a file whole anyway), two of a compressed one."""
+    for name in sorted(files):
+        digest.update(_name_bytes(name))
+        if is_compressed(name):
+            with storage.open_file(name) as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
+            records = ((o, r) for o, _, r in iter_records(name, None, spec))
+        else:
+            data = read_bytes(name)
+            digest.update(data)
+            records = ((o, classify_line(line, spec)) for o, line in split_lines(data, 0))
+        for offset, record in records:
+            yield name, offset, record
+        digest.update(b"\0")
 
 
 def work_folder(work_dir: Path, out: Path) -> Path:
@@ -364,21 +389,21 @@ class DecontaminationRun(StepRun):
         ids: list[str] = []  # the holdout's, to refuse a repeated one before any work
         fields: dict[str, int] = {}
         skipped: dict[str, int] = {}
-        for path in self.holdout_files:
-            for offset, _, record in iter_records(path, None, self._spec()):
-                if type(record) is Rejection:
-                    if record.reason == MISSING_ID:
-                        raise CuratorError("id_field_missing_or_duplicated",
-                                           f"{path} at byte {offset}: a holdout record has "
-                                           f"no {cfg.id_field!r}")
-                    skipped[record.reason] = skipped.get(record.reason, 0) + 1
-                    continue
-                doc_id = str(record[cfg.id_field])
-                text = record[cfg.text_field]
-                field = identity_key(record, doc_id, text, "holdout", cfg.prefer_id_field,
-                                     cfg.shared_id_space)[0]
-                fields[field] = fields.get(field, 0) + 1
-                ids.append(doc_id)
+        digest = hashlib.sha256()  # files_digest's, in the same read
+        for path, offset, record in digested_records(self.holdout_files, self._spec(), digest):
+            if type(record) is Rejection:
+                if record.reason == MISSING_ID:
+                    raise CuratorError("id_field_missing_or_duplicated",
+                                       f"{path} at byte {offset}: a holdout record has "
+                                       f"no {cfg.id_field!r}")
+                skipped[record.reason] = skipped.get(record.reason, 0) + 1
+                continue
+            doc_id = str(record[cfg.id_field])
+            text = record[cfg.text_field]
+            field = identity_key(record, doc_id, text, "holdout", cfg.prefer_id_field,
+                                 cfg.shared_id_space)[0]
+            fields[field] = fields.get(field, 0) + 1
+            ids.append(doc_id)
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
             dups = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
@@ -390,7 +415,7 @@ class DecontaminationRun(StepRun):
         self.holdout_key_fields = dict(sorted(fields.items()))
         self.holdout_split = {
             "documents": len(ids), "fingerprint": ids_fingerprint(ids),
-            "content_digest": files_digest(self.holdout_files),
+            "content_digest": "sha256:" + digest.hexdigest(),
             "unparsable_lines": skipped.get("unparsable_line", 0),
             "skipped_non_mapping": skipped.get("not_an_object", 0),
             "skipped_missing_text": sum(skipped.get(r, 0) for r in

@@ -194,3 +194,23 @@ def test_the_key_space_check_reads_heads_until_the_spaces_meet(
     step.run_decontamination(step.DecontaminationConfig(
         **cfg, output_dir=str(tmp_path / "out2")))
     assert read == ["b.jsonl", "c.jsonl"]
+
+
+def test_the_holdout_digest_taken_while_parsing_is_files_digest(tmp_path: Path) -> None:
+    """One read of an uncompressed holdout file gives its records and its share of the
+    content digest (``holdout_modified`` compares it with files_digest's, after)."""
+    import gzip
+    import hashlib
+
+    from curator.corpus.records import RecordSpec
+    from curator.steps.decontamination import digested_records, files_digest
+
+    write_jsonl(tmp_path / "b.jsonl", rows("b", 3))
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(b'{"id": "a0", "text": "x y"}\nnot json\n'))
+    files = [str(tmp_path / "b.jsonl"), str(tmp_path / "a.jsonl.gz")]
+    digest = hashlib.sha256()
+    got = [(Path(f).name, type(r).__name__)
+           for f, _, r in digested_records(files, RecordSpec(id_field="id"), digest)]
+    assert got == [("a.jsonl.gz", "dict"), ("a.jsonl.gz", "Rejection")] + \
+        [("b.jsonl", "dict")] * 3
+    assert "sha256:" + digest.hexdigest() == files_digest(files)
