@@ -190,15 +190,20 @@ def files_digest(files: list[str]) -> str:
     h = hashlib.sha256()
     for name in sorted(files):
         h.update(_name_bytes(name))
-        with storage.open_file(name) as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        _digest_bytes_of(name, h)
         h.update(b"\0")
     return "sha256:" + h.hexdigest()
 
 
 def _name_bytes(name: str) -> bytes:
     return name.encode("utf-8", "surrogatepass") + b"\0"
+
+
+def _digest_bytes_of(name: str, digest: Any) -> None:
+    """``digest`` takes in the file's bytes as stored (compressed or not), 1 MiB at a time."""
+    with storage.open_file(name) as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
 
 
 def digested_records(files: list[str], spec: RecordSpec, digest: Any
@@ -209,9 +214,7 @@ def digested_records(files: list[str], spec: RecordSpec, digest: Any
     for name in sorted(files):
         digest.update(_name_bytes(name))
         if is_compressed(name):
-            with storage.open_file(name) as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(chunk)
+            _digest_bytes_of(name, digest)
             records = ((o, r) for o, _, r in iter_records(name, None, spec))
         else:
             data = read_bytes(name)

@@ -24,7 +24,7 @@ this one to, is ``tests/subset/_oracle.py``.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +125,33 @@ def stratum_keys(sources: np.ndarray, tokens: np.ndarray, scores: np.ndarray | N
     return keys
 
 
+def budget_quotas(weights: Sequence[int], strata: Sequence[str], shortest: Sequence[int],
+                  budgets: Sequence[int], unit: str, warnings: list[dict[str, Any]]
+                  ) -> Iterator[tuple[int, list[int]]]:
+    """``(budget, quotas per stratum)`` for each budget (ascending): D'Hondt over the
+    strata's token totals, house-monotone (``quotas_not_house_monotone`` otherwise);
+    ``budget_exceeds_corpus`` and ``starved_strata`` appended to ``warnings``."""
+    total = sum(weights)
+    previous = [0] * len(weights)
+    for b in budgets:
+        if b > total:
+            warnings.append({"id": "budget_exceeds_corpus",
+                             "message": f"budget {b} {unit} exceeds the corpus ({total} {unit}): "
+                             "the tier is the whole corpus"})
+        quotas = dhondt(weights, min(b, total))
+        if any(q < p for q, p in zip(quotas, previous, strict=True)):
+            raise CuratorError("quotas_not_house_monotone",
+                               f"budget {b}: a stratum's quota shrank from the smaller budget")
+        previous = quotas
+        starved = [strata[s] for s in range(len(quotas)) if quotas[s] < shortest[s]]
+        if starved:
+            warnings.append({"id": "starved_strata", "budget": b,
+                             "strata": starved,
+                             "message": f"budget {b}: {len(starved)} strata have a quota "
+                             "smaller than their shortest document and contribute nothing"})
+        yield b, quotas
+
+
 def plan_table(strata: list[str], docs: np.ndarray, tokens: np.ndarray,
                shortest: Sequence[int], budgets: Sequence[int], unit: str,
                cut_points: list[float]) -> tuple[PlanTotals, Cuts]:
@@ -139,17 +166,7 @@ def plan_table(strata: list[str], docs: np.ndarray, tokens: np.ndarray,
     warnings: list[dict[str, Any]] = []
     tiers: list[Tier] = []
     cuts = Cuts(ranges, [], [], [], [])
-    previous = [0] * k
-    for b in budgets:
-        if b > total:
-            warnings.append({"id": "budget_exceeds_corpus",
-                             "message": f"budget {b} {unit} exceeds the corpus ({total} {unit}): "
-                             "the tier is the whole corpus"})
-        quotas = dhondt(st_tokens, min(b, total))
-        if any(q < p for q, p in zip(quotas, previous, strict=True)):
-            raise CuratorError("quotas_not_house_monotone",
-                               f"budget {b}: a stratum's quota shrank from the smaller budget")
-        previous = quotas
+    for b, quotas in budget_quotas(st_tokens, strata, shortest, budgets, unit, warnings):
         at, left, before_d, before_t = [], [], [], []
         for s in range(k):
             cum_t = cum_d = 0
@@ -166,12 +183,6 @@ def plan_table(strata: list[str], docs: np.ndarray, tokens: np.ndarray,
         cuts.left.append(left)
         cuts.before_docs.append(before_d)
         cuts.before_tokens.append(before_t)
-        starved = [strata[s] for s in range(k) if quotas[s] < shortest[s]]
-        if starved:
-            warnings.append({"id": "starved_strata", "budget": b,
-                             "strata": starved,
-                             "message": f"budget {b}: {len(starved)} strata have a quota "
-                             "smaller than their shortest document and contribute nothing"})
         tiers.append(Tier(b, quotas, list(before_d), list(before_t)))
     return (PlanTotals(strata, st_tokens, st_docs, [int(x) for x in shortest], tiers, total,
                        cut_points, warnings), cuts)

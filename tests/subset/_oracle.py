@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from curator.errors import CuratorError
-from curator.subset.planning import EXAMPLES, Tier, band_names, dhondt
+from curator.subset.planning import EXAMPLES, Tier, band_names, budget_quotas
 
 
 def score_cut_points(scores: np.ndarray) -> list[float]:
@@ -127,30 +127,15 @@ def make_plan(ids: Any, hashes: np.ndarray, tokens: np.ndarray,
     base = np.where(start > 0, cum[np.maximum(start - 1, 0)], 0) if n else start
     warnings: list[dict[str, Any]] = []
     tiers: list[Tier] = []
-    previous = [0] * k
     weights = [int(x) for x in st_tokens]
-    for b in budgets:
-        if b > total:
-            warnings.append({"id": "budget_exceeds_corpus",
-                             "message": f"budget {b} {unit} exceeds the corpus ({total} {unit}): "
-                             "the tier is the whole corpus"})
-        quotas = dhondt(weights, min(b, total))
-        if any(q < p for q, p in zip(quotas, previous, strict=True)):
-            raise CuratorError("quotas_not_house_monotone",
-                               f"budget {b}: a stratum's quota shrank from the smaller budget")
-        previous = quotas
+    for b, quotas in budget_quotas(weights, strata, [int(x) for x in shortest], budgets,
+                                   unit, warnings):
         taken_docs, taken_tokens = [], []
         for s in range(k):
             seg = cum[start[s]:start[s] + st_docs[s]] - base[s]
             m = int(np.searchsorted(seg, quotas[s], side="right"))
             taken_docs.append(m)
             taken_tokens.append(int(seg[m - 1]) if m else 0)
-        starved = [strata[s] for s in range(k) if quotas[s] < shortest[s]]
-        if starved:
-            warnings.append({"id": "starved_strata", "budget": b,
-                             "strata": starved,
-                             "message": f"budget {b}: {len(starved)} strata have a quota "
-                             "smaller than their shortest document and contribute nothing"})
         tiers.append(Tier(b, quotas, taken_docs, taken_tokens))
     # the first tier of each document, from its rank in its stratum
     pos = np.empty(n, dtype=np.int64)
